@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // daemonFake decides the way the daemon does: only the proposal waiting now, and only
@@ -159,6 +160,18 @@ func (w *bindingWorld) show(p *api.Proposal) {
 	w.r.out.flush()
 }
 
+// ask makes a-1 wait on a question with text and posts it in T1, as the relay does on its
+// event.
+func (w *bindingWorld) ask(text string) {
+	w.svc.mu.Lock()
+	a := w.svc.find("a-1")
+	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: text}, api.StateAwaitingDecision
+	q := *a.Question
+	w.svc.mu.Unlock()
+	w.r.posts.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
+	w.r.out.flush()
+}
+
 // say delivers a message written in T1 with id (and replyTo, the message it answers).
 func (w *bindingWorld) say(id, replyTo, text string) {
 	w.r.OnMessage(context.Background(), Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"},
@@ -259,13 +272,7 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 func TestAnswersAreBoundToTheQuestionShown(t *testing.T) {
 	w := newBindingWorld(t)
 	early := w.ad.stamp()
-	w.svc.mu.Lock()
-	a := w.svc.find("a-1")
-	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: "Which folder?"}, api.StateAwaitingDecision
-	q := *a.Question
-	w.svc.mu.Unlock()
-	w.r.posts.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
-	w.r.out.flush()
+	w.ask("Which folder?")
 	w.say(early, "", "docs")
 	if len(w.svc.answers) != 0 || !strings.Contains(w.lastNote(), "now waits on its question: Which folder?") {
 		t.Fatalf("an answer written before the question: answers %q, note %q", w.svc.answers, w.lastNote())
@@ -433,16 +440,7 @@ func TestSlashCommandsAreScopedToTheChannel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newBindingWorld(t)
 			got := w.r.OnCommand(context.Background(), "slack", Where{Channel: tc.channel}, User{ID: tc.user}, tc.text)
-			for _, s := range tc.want {
-				if !strings.Contains(got, s) {
-					t.Errorf("%q: missing %q", got, s)
-				}
-			}
-			for _, s := range tc.not {
-				if strings.Contains(got, s) {
-					t.Errorf("%q reveals %q", got, s)
-				}
-			}
+			testutil.CheckContains(t, "the reply", got, tc.want, tc.not)
 			if len(w.svc.stopped) != 0 {
 				t.Errorf("stopped %q", w.svc.stopped)
 			}

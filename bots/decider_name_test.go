@@ -43,12 +43,7 @@ func TestChatDecidersCarryTheirDisplayName(t *testing.T) {
 			ctx := context.Background()
 			svc := &nameService{helperService: helperService{agents: []api.Agent{tt.agent}}}
 			r, ad := threadRelay(ctx, svc)
-			if a := tt.agent; a.Pending != nil {
-				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
-			} else {
-				r.posts.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
-			}
-			r.out.flush()
+			showWaiting(ctx, r, tt.agent)
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1", Name: "Ana Lima"}, Text: tt.text, ID: ad.stamp()})
 			var by, name string
 			switch {

@@ -2,8 +2,19 @@ package bots
 
 import (
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// UTF16Len counts s in UTF-16 code units, as Slack's and Discord's limits do: the
+// reading that never overflows (an emoji counts twice, never below its code points).
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
 
 // Fit cuts text that is already escaped for its platform to at most limit, as measured
 // by length (nil counts bytes), on a boundary that keeps the rest intact: never inside a

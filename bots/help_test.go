@@ -71,12 +71,7 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 			ctx := context.Background()
 			svc := &helpService{helperService: helperService{agents: []api.Agent{tc.agent}}}
 			r, ad := threadRelay(ctx, svc)
-			if a := tc.agent; a.Pending != nil {
-				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
-			} else if a.Question != nil {
-				r.posts.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
-			}
-			r.out.flush() // the reply is written after the proposal is shown
+			showWaiting(ctx, r, tc.agent) // the reply is written after the proposal is shown
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: tc.text, ID: ad.stamp()})
 
 			var sent []string

@@ -82,13 +82,7 @@ func TestAnswerRememberedWithItsQuestion(t *testing.T) {
 	w.r = New(Options{Service: mem, Bindings: w.binds})
 	w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}, "C2": {}}, Approvers: Access{Users: []string{"U1"}}})
 	w.r.posts.loadBindings(context.Background())
-	w.svc.mu.Lock()
-	a := w.svc.find("a-1")
-	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: "Which folder holds the minutes?"}, api.StateAwaitingDecision
-	q := *a.Question
-	w.svc.mu.Unlock()
-	w.r.posts.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
-	w.r.out.flush()
+	w.ask("Which folder holds the minutes?")
 	w.say(w.ad.stamp(), "", "docs/minutes")
 	mem.mu.Lock()
 	defer mem.mu.Unlock()

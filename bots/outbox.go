@@ -77,15 +77,6 @@ func newOutbox(log *slog.Logger, size int, giveUp time.Duration, retry func(int)
 	return o
 }
 
-// flush waits until every post queued so far is done (tests).
-func (o *outbox) flush() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for o.n > 0 {
-		o.empty.Wait()
-	}
-}
-
 // start sets the context whose end stops the workers (after the attempt under way).
 func (o *outbox) start(ctx context.Context) {
 	o.mu.Lock()

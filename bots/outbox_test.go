@@ -13,6 +13,15 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
+// flush waits until every post queued so far is done .
+func (o *outbox) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.n > 0 {
+		o.empty.Wait()
+	}
+}
+
 // flaky is a platform that fails every post while down.
 type flaky struct {
 	mu    sync.Mutex

@@ -45,6 +45,26 @@ func (po *poster) post(t target, what string, do func(ctx context.Context) error
 	po.r.out.add(t.ep.a.Platform()+"\x00"+t.b.Channel+"\x00"+t.b.Thread, what, do)
 }
 
+// say queues msg, labelled for t, as a new message in t's thread.
+func (po *poster) say(t target, what string, msg Message) {
+	po.post(t, what, func(ctx context.Context) error {
+		_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label))
+		return err
+	})
+}
+
+// upload queues content as a file named name in t's thread, with comment. With posted,
+// only once *posted holds: the message the file belongs to went up earlier in the queue,
+// so a retried upload never posts that message again.
+func (po *poster) upload(t target, what string, posted *bool, name, content, comment string) {
+	po.post(t, what, func(ctx context.Context) error {
+		if posted != nil && !*posted {
+			return nil
+		}
+		return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, content, comment)
+	})
+}
+
 // resync posts what waits for a person in bound threads but was never posted there (the
 // daemon restarted, or chat was down when it was asked): the bound agents' first, then
 // their helpers'.
@@ -179,14 +199,7 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 			return nil
 		})
 		for _, f := range files {
-			// The next ops of the thread's queue: they run once the message is up, and a
-			// retried upload does not post the message again.
-			po.post(t, "uploading the "+f.what+" of proposal "+p.ID, func(ctx context.Context) error {
-				if !posted {
-					return nil
-				}
-				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, f.name, f.content, f.comment)
-			})
+			po.upload(t, "uploading the "+f.what+" of proposal "+p.ID, &posted, f.name, f.content, f.comment)
 		}
 	}
 	if p.Status.Decidable() {
@@ -290,23 +303,15 @@ func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episod
 	for _, t := range po.targets(agentID) {
 		msg, file := FormatResult(ep, t.ep.a.MaxText())
 		msg.Parts = append(msg.Parts, ChangeParts(change)...)
-		po.post(t, "posting a result", func(ctx context.Context) error {
-			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label))
-			return err
-		})
+		po.say(t, "posting a result", msg)
 		if file != "" {
-			name := fmt.Sprintf("step-%d-%s.txt", ep.Step, ep.Command)
-			po.post(t, "uploading a result", func(ctx context.Context) error {
-				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, file, "Output of step "+fmt.Sprint(ep.Step))
-			})
+			po.upload(t, "uploading a result", nil, fmt.Sprintf("step-%d-%s.txt", ep.Step, ep.Command), file, "Output of step "+fmt.Sprint(ep.Step))
 		}
 		if change == nil {
 			continue
 		}
 		if name, diff := diffFile(change.Preview, fmt.Sprintf("step-%d-%s", ep.Step, ep.Command)); name != "" {
-			po.post(t, "uploading the diff of a result", func(ctx context.Context) error {
-				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, diff, fmt.Sprintf("Full diff of step %d (%s)", ep.Step, ep.Command))
-			})
+			po.upload(t, "uploading the diff of a result", nil, name, diff, fmt.Sprintf("Full diff of step %d (%s)", ep.Step, ep.Command))
 		}
 	}
 }
@@ -379,10 +384,7 @@ func orDash(s string) string {
 // note posts a line in every thread the agent is bound to.
 func (po *poster) note(ctx context.Context, agentID, text string) {
 	for _, t := range po.targets(agentID) {
-		po.post(t, "posting a note", func(ctx context.Context) error {
-			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
-			return err
-		})
+		po.say(t, "posting a note", FormatNote(text))
 	}
 }
 

@@ -293,6 +293,17 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 	})
 }
 
+// showWaiting posts what a waits for (its proposal, or its question) in its thread, as
+// the relay does on its event, before a reply is written.
+func showWaiting(ctx context.Context, r *Relay, a api.Agent) {
+	if a.Pending != nil {
+		r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
+	} else if a.Question != nil {
+		r.posts.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
+	}
+	r.out.flush()
+}
+
 // threadRelay is a relay over svc with a fake adapter serving channel C1 (approver U1),
 // its thread T1 bound to agent a-1 and the bindings loaded.
 func threadRelay(ctx context.Context, svc Service) (*Relay, *fakeAdapter) {

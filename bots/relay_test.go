@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/display/displaytest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 type groups map[string][]string
@@ -170,16 +171,7 @@ func TestFormatProposal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := text(FormatProposal(tc.v, "slack"))
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("missing %q in\n%s", w, got)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(got, w) {
-					t.Errorf("unexpected %q in\n%s", w, got)
-				}
-			}
+			testutil.CheckContains(t, "the reply", got, tc.want, tc.not)
 		})
 	}
 }

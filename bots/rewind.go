@@ -105,12 +105,7 @@ func (po *poster) askRewind(t target, plan *api.Rewind, u User) {
 		return nil
 	})
 	if name, diff := diffFile(plan.Restore.Preview, "rewind-"+plan.Restore.ID); name != "" {
-		po.post(t, "uploading the diff of a rewind of "+plan.Agent, func(ctx context.Context) error {
-			if !posted {
-				return nil
-			}
-			return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, diff, "Full diff of the rewind "+rewindWhat(plan))
-		})
+		po.upload(t, "uploading the diff of a rewind of "+plan.Agent, &posted, name, diff, "Full diff of the rewind "+rewindWhat(plan))
 	}
 }
 

@@ -29,13 +29,15 @@ type Status struct {
 
 // Connection keeps a bot's connection Status, one per bot; safe for concurrent use.
 type Connection struct {
-	mu sync.Mutex
-	st Status
+	mu       sync.Mutex
+	st       Status
+	onChange func(up bool)
 }
 
-// NewConnection is platform's connection, connecting from now.
-func NewConnection(platform string) *Connection {
-	return &Connection{st: Status{Platform: platform, State: StateConnecting, Since: time.Now()}}
+// NewConnection is platform's connection, connecting from now. onChange, if set, is told
+// each time the connection goes up (StateConnected) or down (any other state): metrics.
+func NewConnection(platform string, onChange func(up bool)) *Connection {
+	return &Connection{st: Status{Platform: platform, State: StateConnecting, Since: time.Now()}, onChange: onChange}
 }
 
 // Status reports the connection's state.
@@ -49,7 +51,12 @@ func (c *Connection) Status() Status {
 // connection is down (err, or nil); it returns the state before.
 func (c *Connection) Set(state string, attempt int, err error) (was string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer func() {
+		c.mu.Unlock()
+		if up := state == StateConnected; (was == StateConnected) != up && c.onChange != nil {
+			c.onChange(up)
+		}
+	}()
 	was = c.st.State
 	if was != state {
 		c.st.Since = time.Now()

@@ -2,13 +2,16 @@ package bots
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
 // TestConnectionSetKeepsSinceWhileTheStateHolds: Set returns the state before, moves
-// Since only when the state changes, and clears the error once the connection is up.
+// Since only when the state changes, clears the error once the connection is up, and
+// tells onChange each time the connection goes up or down, once.
 func TestConnectionSetKeepsSinceWhileTheStateHolds(t *testing.T) {
-	c := NewConnection("slack")
+	var changes []bool
+	c := NewConnection("slack", func(up bool) { changes = append(changes, up) })
 	if st := c.Status(); st.Platform != "slack" || st.State != StateConnecting || st.Since.IsZero() {
 		t.Fatalf("new connection = %+v", st)
 	}
@@ -28,5 +31,11 @@ func TestConnectionSetKeepsSinceWhileTheStateHolds(t *testing.T) {
 	}
 	if st := c.Status(); st.State != StateConnected || st.Error != "" || st.Attempt != 0 {
 		t.Errorf("connected = %+v", st)
+	}
+	c.Set(StateConnected, 0, nil)
+	c.Set(StateConnecting, 0, nil)
+	c.Set(StateStopped, 0, nil)
+	if fmt.Sprint(changes) != "[true false]" {
+		t.Errorf("onChange was told %v, want [true false]", changes)
 	}
 }

@@ -109,10 +109,7 @@ func (d *teamDesk) teamCommand(ctx context.Context, ep *endpoint, w Where, u Use
 	d.r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
 	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with /agent team stop %s.",
 		run.ID, run.Workflow, run.ID)
-	d.r.posts.post(target{ep: ep, b: &Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
-		_, err := ep.a.Post(ctx, w.Channel, thread, FormatNote(note))
-		return err
-	})
+	d.r.posts.say(target{ep: ep, b: &Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", FormatNote(note))
 	d.followTeam(run.ID, 0)
 	return fmt.Sprintf("Started team run %s (%s) in a new thread.", run.ID, run.Workflow)
 }
@@ -297,15 +294,9 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 		msg, file := FormatTeamTurn(*t, text, tg.ep.a.MaxText())
 		stoppedBy(&msg, *t, text, tg.ep.a.Platform())
 		b := seqs[i]
-		d.r.posts.post(tg, "posting a team turn", func(ctx context.Context) error {
-			_, err := tg.ep.a.Post(ctx, tg.b.Channel, tg.b.Thread, msg)
-			return err
-		})
+		d.r.posts.say(tg, "posting a team turn", msg)
 		if file != "" {
-			name := fmt.Sprintf("%s-turn-%d.txt", te.TeamID, t.Seq)
-			d.r.posts.post(tg, "uploading a team turn", func(ctx context.Context) error {
-				return tg.ep.a.PostFile(ctx, tg.b.Channel, tg.b.Thread, name, file, "Turn "+fmt.Sprint(t.Seq)+" in full")
-			})
+			d.r.posts.upload(tg, "uploading a team turn", nil, fmt.Sprintf("%s-turn-%d.txt", te.TeamID, t.Seq), file, "Turn "+fmt.Sprint(t.Seq)+" in full")
 		}
 		seq := t.Seq
 		d.r.posts.post(tg, "recording a team turn posted", func(ctx context.Context) error {

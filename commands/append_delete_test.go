@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestAppendToFile(t *testing.T) {
@@ -53,15 +56,7 @@ func TestAppendToFile(t *testing.T) {
 		{name: "missing_text", args: map[string]any{"path": "log.txt"}, wantErr: `missing required property "text"`},
 		{name: "text_not_a_string", args: map[string]any{"path": "log.txt", "text": 3}, wantErr: "$.text: want a string, got a number"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := run(t, "append_to_file", s.ws, tt.args, Limits{})
-			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
-				return
-			}
-			checkFileHolds(t, s.ws, tt.file, tt.contents, tt.mode)
-		})
-	}
+	runFileCases(t, "append_to_file", s.ws, tests)
 	if b, _ := os.ReadFile(filepath.Join(s.ws, "log.txt")); string(b) != "one\ntwo\ntwo\n" {
 		t.Errorf("a refused append changed log.txt: %q", b)
 	}
@@ -148,5 +143,45 @@ func TestDeleteFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// After a crash mid-append, the person deciding again sees the file's size, whether the
+// text is already at its end, and its tail.
+func TestInterruptedAppend(t *testing.T) {
+	tests := []struct {
+		name, content string // content "" with missing: no file
+		missing       bool
+		want          []string
+	}{
+		{"written", "notes\nline two\n", false, []string{"notes.txt is 15 bytes now", "already ends with the text", "deny to avoid adding it twice", `"notes\nline two\n"`}},
+		{"not_written", "notes\n", false, []string{"notes.txt is 6 bytes now", "does not end with the text", `"notes\n"`}},
+		{"no_file", "", true, []string{"notes.txt does not exist now, so nothing was written"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if !tt.missing {
+				if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte(tt.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args, _ := json.Marshal(appendToFileArgs{Path: "notes.txt", Text: "line two\n"})
+			got := InterruptedAppend(ws, args)
+			testutil.CheckContains(t, "the note", got, tt.want, nil)
+		})
+	}
+	// The tail is bounded, and a path out of the workspace shows nothing.
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(strings.Repeat("x", 5000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(appendToFileArgs{Path: "big.txt", Text: "y"})
+	if got := InterruptedAppend(ws, args); !strings.Contains(got, "last 200 bytes") || len(got) > 600 {
+		t.Errorf("big file note (%d bytes): %s", len(got), got)
+	}
+	args, _ = json.Marshal(appendToFileArgs{Path: "../outside.txt", Text: "y"})
+	if got := InterruptedAppend(ws, args); got != "" {
+		t.Errorf("a path out of the workspace gave %q, want nothing", got)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 const thoughts = `"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"}`
@@ -64,11 +66,7 @@ func TestParseReply(t *testing.T) {
 				if _, ok := err.(*ValidationError); !ok {
 					t.Errorf("error %T is not a *ValidationError", err)
 				}
-				for _, w := range tt.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
+				testutil.CheckContains(t, "the error", err.Error(), tt.wantErr, nil)
 				return
 			}
 			if err != nil {

@@ -1,11 +1,17 @@
 package commands
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // sandbox is a temp dir holding a workspace and, beside it, an outside folder the escape
@@ -33,10 +39,7 @@ const secret = "top secret"
 //	ws/loop          -> loop
 func newSandbox(t testing.TB) *sandbox {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.ResolvedTempDir(t)
 	s := &sandbox{dir: dir, ws: filepath.Join(dir, "ws"), outside: filepath.Join(dir, "outside")}
 	must := func(err error) {
 		t.Helper()
@@ -74,15 +77,21 @@ func (s *sandbox) snapshot(t *testing.T) map[string]string {
 // checkUntouched fails if anything outside the workspace differs from before.
 func (s *sandbox) checkUntouched(t *testing.T, before map[string]string) {
 	t.Helper()
-	after := s.snapshot(t)
+	checkSameTree(t, "outside the workspace ", before, s.snapshot(t))
+}
+
+// checkSameTree fails for each path that after holds differently from before, or lacks;
+// where (with a trailing space) says in a failure which tree the path is in.
+func checkSameTree(t *testing.T, where string, before, after map[string]string) {
+	t.Helper()
 	for p, v := range after {
 		if before[p] != v {
-			t.Errorf("outside the workspace %s changed: %q -> %q", p, before[p], v)
+			t.Errorf("%s%s changed: %q -> %q", where, p, before[p], v)
 		}
 	}
 	for p := range before {
 		if _, ok := after[p]; !ok {
-			t.Errorf("outside the workspace %s disappeared", p)
+			t.Errorf("%s%s disappeared", where, p)
 		}
 	}
 }
@@ -348,5 +357,139 @@ func TestOpenWorkspaceRefusesLinkSwappedAfterWalk(t *testing.T) {
 	}
 	if !errors.Is(err, ErrWorkspaceLink) || !strings.Contains(err.Error(), "changed while it was opened") {
 		t.Errorf("error = %v, want one naming the swap", err)
+	}
+}
+
+// TestResolveLinks checks the path permission rules match besides the one written: the
+// workspace's symlinks resolved, as the file commands open it.
+func TestResolveLinks(t *testing.T) {
+	s := newSandbox(t)
+	for _, d := range []string{"secrets", "pub"} {
+		os.MkdirAll(filepath.Join(s.ws, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(s.ws, "secrets/key"), []byte("k"), 0o600)
+	os.Symlink("../secrets/key", filepath.Join(s.ws, "pub/key"))
+	os.Symlink("../secrets", filepath.Join(s.ws, "pub/dir"))
+	os.Symlink(s.outside, filepath.Join(s.ws, "pub/out"))
+	tests := []struct {
+		name, path, want string
+		wantErr          bool
+	}{
+		{name: "file_link", path: "pub/key", want: "secrets/key"},
+		{name: "through_folder_link", path: "pub/dir/key", want: "secrets/key"},
+		{name: "new_file_in_linked_folder", path: "pub/dir/new", want: "secrets/new"},
+		{name: "cleaned_first", path: "./pub//dir/../key", want: "secrets/key"},
+		{name: "no_link", path: "pub/plain", want: "pub/plain"},
+		{name: "link_out_refused", path: "pub/out/x", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolveLinks(s.ws, tt.path)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("ResolveLinks(%q) = %q, %v; want %q (error %v)", tt.path, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// DiskUsage counts what a workspace takes on disk: data written, empty files at a block
+// each (their inodes are disk too), a hard-linked file once, and nothing a link points to.
+func TestDiskUsage(t *testing.T) {
+	ws := testutil.ResolvedTempDir(t)
+	empty, err := DiskUsage(ws)
+	if err != nil || empty != MinEntryBytes && empty%MinEntryBytes != 0 {
+		t.Fatalf("empty workspace: %d, %v", empty, err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "data"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755)
+	for i := range 100 {
+		os.WriteFile(filepath.Join(ws, "a", "b", "empty"+strconv.Itoa(i)), nil, 0o644)
+	}
+	os.Link(filepath.Join(ws, "data"), filepath.Join(ws, "a", "data-again"))
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "big"), make([]byte, 4<<20), 0o644)
+	os.Symlink(outside, filepath.Join(ws, "link-out"))
+
+	got, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := empty + 1<<20 + 100*MinEntryBytes // the data, once, and a block per empty file
+	if got < low || got > low+64*MinEntryBytes {
+		t.Errorf("DiskUsage = %d, want about %d: 1 MiB of data counted once, 100 empty files, not the 4 MiB a link points to", got, low)
+	}
+}
+
+// BenchmarkDiskUsage measures a workspace of 10,000 files in 100 folders, as the disk
+// budget does after each command that may write.
+func BenchmarkDiskUsage(b *testing.B) {
+	ws := testutil.ResolvedTempDir(b)
+	for i := range 10000 {
+		dir := filepath.Join(ws, "d"+strconv.Itoa(i%100))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), []byte("x"), 0o644)
+	}
+	for b.Loop() {
+		if _, err := DiskUsage(ws); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestContextItemsKeepTheirTarget checks that an open file or folder, shown again at every
+// step without asking, keeps showing what was approved when it was opened: a link swapped
+// in between two steps (by the shell, or a helper in agents/) that points the same path
+// at another file of the workspace is not followed there.
+func TestContextItemsKeepTheirTarget(t *testing.T) {
+	tests := []struct {
+		name, kind, path string
+		before, after    string // what path is (a link target, or "" for a plain file) at open and later
+		wantShown        bool
+	}{
+		{name: "file_relinked", kind: "open_file", path: "pub/k", before: "../docs/readme.txt", after: "../private/key"},
+		{name: "plain_file_replaced_by_link", kind: "open_file", path: "pub/k", before: "", after: "../private/key"},
+		{name: "folder_relinked", kind: "open_folder", path: "pub/d", before: "../docs", after: "../private"},
+		{name: "same_link_kept", kind: "open_file", path: "pub/k", before: "../docs/readme.txt", after: "../docs/readme.txt", wantShown: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSandbox(t)
+			for _, d := range []string{"pub", "private"} {
+				os.MkdirAll(filepath.Join(s.ws, d), 0o755)
+			}
+			os.WriteFile(filepath.Join(s.ws, "private/key"), []byte("private-key-content\n"), 0o600)
+			p := filepath.Join(s.ws, tt.path)
+			place := func(target string) {
+				os.RemoveAll(p)
+				if target == "" {
+					os.WriteFile(p, []byte("plain\n"), 0o644)
+					return
+				}
+				if err := os.Symlink(target, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			place(tt.before)
+			st := memState{}
+			step := &Step{Workspace: s.ws, State: st, Now: time.Now(), Budget: 5000}
+			cmds, _ := ContextItems{}.Commands(context.Background(), step)
+			cmd, _ := Set(cmds).Get(tt.kind)
+			if _, err := Run(context.Background(), cmd, Env{Workspace: s.ws, State: st}, json.RawMessage(`{"path":"`+tt.path+`"}`), Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			place(tt.after)
+			msgs, err := ContextItems{}.Messages(context.Background(), step)
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("messages %q, %v", msgs, err)
+			}
+			if leaked := strings.Contains(msgs[0], "private-key-content") || strings.Contains(msgs[0], "\nkey"); leaked {
+				t.Errorf("the open item followed the new link:\n%s", msgs[0])
+			}
+			if shown := strings.Contains(msgs[0], "hello"); shown != tt.wantShown {
+				t.Errorf("content shown %v, want %v:\n%s", shown, tt.wantShown, msgs[0])
+			}
+		})
 	}
 }

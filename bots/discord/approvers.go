@@ -1,17 +1,8 @@
 package discord
 
 import (
-	"slices"
-
 	"github.com/bwmarrin/discordgo"
 )
-
-// Approvers lists who may decide on proposals in a channel or for an agent: Discord user
-// IDs and role IDs. An empty list lets nobody decide, so a missing config fails closed.
-type Approvers struct {
-	Users []string
-	Roles []string
-}
 
 // Actor is the person behind an interaction or a message.
 type Actor struct {
@@ -19,22 +10,6 @@ type Actor struct {
 	Name   string
 	Roles  []string // empty outside guilds (DMs carry no member)
 	Bot    bool
-}
-
-// Allows reports whether a may decide: listed by user ID, or holding a listed role.
-func (a Approvers) Allows(who Actor) bool {
-	if who.UserID == "" || who.Bot {
-		return false
-	}
-	if slices.Contains(a.Users, who.UserID) {
-		return true
-	}
-	for _, r := range who.Roles {
-		if slices.Contains(a.Roles, r) {
-			return true
-		}
-	}
-	return false
 }
 
 // InteractionActor is who clicked or typed a command: the member in a guild, the user in a DM.

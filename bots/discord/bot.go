@@ -107,7 +107,7 @@ func New(opt Options) (*Bot, error) {
 	b := &Bot{opt: opt, s: s, log: opt.Log, disconnected: make(chan struct{}, 1), app: opt.ApplicationID,
 		parents:   map[string]string{},
 		continued: map[string]string{}, continues: map[string]string{},
-		conn: bots.NewConnection(Platform)}
+		conn: bots.NewConnection(Platform, opt.OnConnection)}
 	s.AddHandler(func(_ *discordgo.Session, d *discordgo.Disconnect) {
 		b.track(func(context.Context) { b.onDisconnect(d) })
 	})
@@ -132,12 +132,7 @@ func (b *Bot) Platform() string { return Platform }
 // Status reports the gateway connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
-func (b *Bot) setState(state string, attempt int, err error) {
-	was := b.conn.Set(state, attempt, err)
-	if up := state == bots.StateConnected; (was == bots.StateConnected) != up && b.opt.OnConnection != nil {
-		b.opt.OnConnection(up)
-	}
-}
+func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state, attempt, err) }
 
 // Run keeps the gateway connected until ctx ends, reopening it with backoff whenever it
 // drops or the watchdog finds it silent. It returns only when ctx ends.

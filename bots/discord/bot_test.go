@@ -82,9 +82,7 @@ func TestTypedDecisions(t *testing.T) {
 
 func TestNonApproverRefused(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch x")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch x", "x")
 	in := e.click(uBob, thread, p, ActionApprove)
 	e.wait("an ephemeral refusal", func() bool {
 		notes := e.ephemerals(in)
@@ -126,9 +124,7 @@ func TestDirectMessageRun(t *testing.T) {
 
 func TestGatewayDroppedMidApproval(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch", "x")
 	resumes := e.resumes()
 	e.fake.Drop()
 	in := e.click(uAlice, thread, p, ActionApprove) // held by the fake until the bot resumes
@@ -234,9 +230,7 @@ func (e *env) original(in fakediscord.Interaction, text string) bool {
 
 func TestLongResultAttached(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "big"}))
-	thread := e.startRun("touch big")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch big", "big")
 	// Discord's rate limit on the next post is waited out, not lost.
 	e.fake.RateLimitNext(fakediscord.Route("POST", "/channels/"+thread+"/messages"), 200*time.Millisecond, false)
 	e.click(uAlice, thread, p, ActionApprove)
@@ -270,9 +264,7 @@ func TestLongResultAttached(t *testing.T) {
 // they arrive, in order.
 func TestPostsRetriedWhileDiscordIsDown(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch", "a")
 	inThread := fakediscord.Route("", "/channels/"+thread+"/messages/*")
 	posts := fakediscord.Route("POST", "/channels/"+thread+"/messages")
 	end := e.fake.FailWith(func(c fakediscord.Call) bool { return inThread(c) || posts(c) }, 503)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
@@ -18,11 +17,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
-	held, handled := &chattest.HoldingRelay{}, chattest.NewHandled()
-	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler {
-		held.Handler, handled.Handler = r, held
-		return handled
-	}}}
+	wrap, held, handled := chattest.Held()
+	e := &env{Daemon: chattest.Daemon{Wrap: wrap}}
 	e.WithTeams(t, map[string]string{})
 	return discordChat{newEnvWith(t, e), held, handled}
 }
@@ -121,6 +117,14 @@ func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 	m := c.proposal(thread, step)
 	return chattest.Msg{ID: m.ID, Raw: m}
 }
+
+func (c discordChat) Text(_ string, m chattest.Msg) string {
+	c.t.Helper()
+	content := m.Raw.(fakediscord.Message).Content
+	checkContent(c.t, content)
+	return content
+}
+func (c discordChat) Code(text string) string { return codeBlock(text) }
 
 func (c discordChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()

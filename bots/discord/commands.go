@@ -34,9 +34,12 @@ const maxTask = 4000
 // Commands are the application commands to register at start (bulk overwrite, globally or
 // per configured guild).
 func Commands() []*discordgo.ApplicationCommand {
+	str := func(name, desc string, maxLen int, required bool) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc,
+			MaxLength: maxLen, Required: required}
+	}
 	agentOpt := func(required bool) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "agent",
-			Description: "Agent name or ID", Required: required, MaxLength: 100}
+		return str("agent", "Agent name or ID", 100, required)
 	}
 	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
@@ -45,8 +48,7 @@ func Commands() []*discordgo.ApplicationCommand {
 		Type: discordgo.ChatApplicationCommand, Name: CommandName, Description: "Run and steer agentd agents",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub(SubRun, "Start a task in a new thread",
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "task",
-					Description: "What the agent should do", Required: true, MaxLength: maxTask},
+				str("task", "What the agent should do", maxTask, true),
 				agentOpt(false)),
 			sub(SubStatus, "Show an agent's state, or all agents'", agentOpt(false)),
 			sub(SubList, "List agents"),
@@ -55,25 +57,18 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub(SubResume, "Resume a paused agent", agentOpt(true)),
 			sub(SubRewind, "Ask to put an agent's workspace back as it was before a step",
 				agentOpt(true),
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "to",
-					Description: "Step number, as agentctl history shows it", MaxLength: 10},
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "run",
-					Description: "Run of that step (default: the latest run with it)", MaxLength: 100},
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "undo",
-					Description: "ID of a rewind to undo (rw-…)", MaxLength: 100}),
+				str("to", "Step number, as agentctl history shows it", 10, false),
+				str("run", "Run of that step (default: the latest run with it)", 100, false),
+				str("undo", "ID of a rewind to undo (rw-…)", 100, false)),
 			sub(SubSchedule, "List schedules, or run one now",
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "action",
 					Description: "ls or run", Required: true, Choices: []*discordgo.ApplicationCommandOptionChoice{
 						{Name: "ls", Value: "ls"}, {Name: "run", Value: "run"}}},
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "name",
-					Description: "Schedule name (for run)", MaxLength: 100}),
+				str("name", "Schedule name (for run)", 100, false)),
 			sub(SubTeam, "Start a team run of a workflow in a new thread, or stop one; alone, list the workflows",
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "file",
-					Description: "Workflow name from the teams directory", MaxLength: 500},
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "task",
-					Description: "What the team should do", MaxLength: maxTask},
-				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "stop",
-					Description: "ID of a team run to stop (approvers only)", MaxLength: 100}),
+				str("file", "Workflow name from the teams directory", 500, false),
+				str("task", "What the team should do", maxTask, false),
+				str("stop", "ID of a team run to stop (approvers only)", 100, false)),
 		},
 	}}
 }

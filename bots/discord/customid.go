@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/agentd/agentd/api"
 )
 
 // Action is what a component or modal on a proposal message asks for.
@@ -169,21 +167,4 @@ func ParseCustomID(s string) (CustomID, error) {
 	}
 	c.ProposalID = parts[1]
 	return c, nil
-}
-
-// DecideRequest turns a button press into the decision agentctl would send. Feedback has no
-// decision yet (the modal collects the text), so ok is false for it and for the modal ID.
-func (c CustomID) DecideRequest(by string) (req api.DecideRequest, ok bool) {
-	req = api.DecideRequest{ProposalID: c.ProposalID, Hash: c.Hash, By: by, Source: "discord"}
-	switch c.Action {
-	case ActionApprove:
-		req.Kind, req.Count = api.DecisionApprove, 1
-	case ActionApproveN:
-		req.Kind, req.Count = api.DecisionApprove, c.N
-	case ActionDeny:
-		req.Kind = api.DecisionDeny
-	default:
-		return api.DecideRequest{}, false
-	}
-	return req, true
 }

@@ -73,25 +73,6 @@ func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
 	}
 }
 
-// A write_file proposal over a file of the agent's workspace shows the diff: the old
-// line removed, the new one added, escaped for Discord.
-func TestWriteFileDiffShown(t *testing.T) {
-	e := newEnv(t)
-	e.Script(reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nold *bold* line\n"}),
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nnew `tick` line\n"}))
-	thread := e.startRun("edit notes")
-	p1 := e.proposal(thread, 1)
-	e.click(uAlice, thread, p1, ActionApprove)
-	e.decided(p1.ID, "Approved** by")
-	p2 := e.proposal(thread, 2)
-	checkContent(t, p2.Content)
-	for _, line := range []string{"\n-old *bold* line\n", "\n+new `tick` line\n", "\n keep\n"} {
-		if !strings.Contains(p2.Content, codeBlock(line)) {
-			t.Errorf("the diff lacks %q:\n%s", codeBlock(line), p2.Content)
-		}
-	}
-}
-
 // TestLockedThreadContinuationSurvivesRestart: a run whose thread is locked
 // goes on in a new thread; after the daemon restarts, a reply there still decides, and
 // later posts go there without a second continuation.

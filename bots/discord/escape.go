@@ -51,20 +51,8 @@ func codeBlock(s string) string {
 	return mentionBreaker.Replace(s)
 }
 
-// codeSpan makes s safe inside a single-backtick span.
-func codeSpan(s string) string {
-	return strings.ReplaceAll(display.Escape(s, display.Line), "`", "'")
-}
-
-// Len is a message's length as Discord's limit counts it. Counting UTF-16 code units errs on
-// the safe side: it is never below the count of code points.
-func Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
+// Len is a message's length as Discord's limit counts it (bots.UTF16Len).
+var Len = bots.UTF16Len
 
 // Truncate cuts s to at most n (by Len), marking the cut with "…".
 func Truncate(s string, n int) string {
@@ -100,17 +88,6 @@ func fitContent(content, full, name string) Message {
 	note := truncatedNote(name)
 	cut, _ := bots.Fit(content, MaxContent-Len(note), Len)
 	return Message{Content: cut + note, Files: []*discordgo.File{textFile(name, full)}}
-}
-
-// Fit returns text as one message's content when it fits Discord's limit; otherwise the
-// message holds its start and a note, and the full text is attached as a file called name.
-func Fit(text, name string) Message { return fitContent(text, text, name) }
-
-// FitCode renders header (markdown, already escaped) and body in a code block. A body too
-// long for one message is cut in the message (the block stays closed) and attached in
-// full as a file called name.
-func FitCode(header, body, name string) Message {
-	return fitContent(header+"\n```\n"+codeBlock(body)+"\n```", body, name)
 }
 
 func textFile(name, text string) *discordgo.File {

@@ -15,12 +15,8 @@ import (
 
 // twoRuns starts two runs, each waiting on its first proposal, in threads a and b.
 func twoRuns(e *env) (a, b string, pa, pb fakediscord.Message) {
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	a = e.startRun("touch a")
-	pa = e.proposal(a, 1)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "b"}))
-	b = e.startRun("touch b")
-	pb = e.proposal(b, 1)
+	a, pa = e.touchRun("touch a", "a")
+	b, pb = e.touchRun("touch b", "b")
 	return a, b, pa, pb
 }
 

@@ -160,6 +160,15 @@ func contentsOf(ms []fakediscord.Message) []string {
 func hasText(ms []fakediscord.Message, s string) bool  { return chattest.Has(contentsOf(ms), s) }
 func countText(ms []fakediscord.Message, s string) int { return chattest.Count(contentsOf(ms), s) }
 
+// touchRun starts a run on task whose first proposal touches what, and returns the run's
+// thread and that proposal's message.
+func (e *env) touchRun(task, what string) (string, fakediscord.Message) {
+	e.t.Helper()
+	e.Script(reply("bots_test_touch", map[string]string{"what": what}))
+	thread := e.startRun(task)
+	return thread, e.proposal(thread, 1)
+}
+
 // proposal waits for the proposal message of step in thread.
 func (e *env) proposal(thread string, step int) fakediscord.Message {
 	e.t.Helper()

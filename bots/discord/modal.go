@@ -8,7 +8,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/bots"
 )
 
 // feedbackInputID is the custom_id of the modal's one text input.
@@ -22,12 +21,6 @@ const maxFeedback = min(maxTextInput, api.MaxTextBytes/utf8.UTFMax)
 
 // maxTextInput is Discord's limit on a text input's max_length.
 const maxTextInput = 4000
-
-// FeedbackModal is the response to a Feedback… click: a modal asking what the agent should
-// do instead. Its submit comes back as a modal interaction that ParseFeedback reads.
-func FeedbackModal(p *api.Proposal) *discordgo.InteractionResponse {
-	return feedbackModalFor(bots.Ref{ProposalID: p.ID, Hash: p.Ref()}, fmt.Sprintf("step %d: %s", p.Step, p.Command))
-}
 
 // ParseFeedback reads a feedback modal's submit into the decision it stands for.
 func ParseFeedback(d discordgo.ModalSubmitInteractionData, by string) (api.DecideRequest, error) {

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,10 +64,7 @@ func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (s
 // thread is edited through the thread, which the relay does not track. A closed thread
 // is reopened, or continued in a new one (see send).
 func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) (string, error) {
-	to := channel
-	if thread != "" {
-		to = thread
-	}
+	to := cmp.Or(thread, channel)
 	sent, err := b.send(ctx, to, func() *discordgo.MessageSend { return FromMessage(m).Send() })
 	if err != nil {
 		return "", classify(fmt.Errorf("discord: posting: %w", err))
@@ -94,10 +92,7 @@ func (b *Bot) Update(ctx context.Context, _, id string, m bots.Message) error {
 
 // PostFile implements bots.Adapter: the content as an attached text file.
 func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comment string) error {
-	to := channel
-	if thread != "" {
-		to = thread
-	}
+	to := cmp.Or(thread, channel)
 	msg := func() *discordgo.MessageSend {
 		m := fitContent(Escape(comment), comment, "comment.txt")
 		m.Files = append(m.Files, textFile(name, content))
@@ -116,10 +111,7 @@ func (b *Bot) Ephemeral(ctx context.Context, channel, thread, user, text string)
 	if r := responderFrom(ctx); r != nil {
 		return r.ephemeral(ctx, text)
 	}
-	to := channel
-	if thread != "" {
-		to = thread
-	}
+	to := cmp.Or(thread, channel)
 	ref := replyTo(ctx)
 	send := func() *discordgo.MessageSend {
 		m := fitContent(Who(user)+" "+Escape(text), text, "note.txt")

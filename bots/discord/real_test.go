@@ -183,9 +183,7 @@ func TestDecisionLandsInArchivedThread(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-			thread := e.startRun("touch")
-			p := e.proposal(thread, 1)
+			thread, p := e.touchRun("touch", "a")
 			tc.close(e.fake, thread)
 			if ch, _ := e.fake.Channel(thread); !ch.ThreadMetadata.Archived {
 				t.Fatal("the fake did not archive the thread")

@@ -82,7 +82,7 @@ func TestRenderProposalGolden(t *testing.T) {
 
 // checkContent holds for everything rendered: within the limit, code fences balanced, and
 // nothing that pings or renders as a mention.
-func checkContent(t *testing.T, s string) {
+func checkContent(t testing.TB, s string) {
 	t.Helper()
 	if Len(s) > MaxContent {
 		t.Errorf("content is %d characters", Len(s))

@@ -26,10 +26,8 @@ func TestRunLeavesNoHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, ran := relay.Start(bot.Run)
 	defer cancel()
-	ran := make(chan struct{})
-	go func() { defer close(ran); bot.Run(ctx) }()
 	testutil.Eventually(t, 10*time.Second, "the bot to connect and register /agent", func() bool {
 		return bot.Status().State == bots.StateConnected && len(fake.Commands(eGuild)) == 1
 	})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/testutil"
@@ -20,11 +19,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
-	held, handled := &chattest.HoldingRelay{}, chattest.NewHandled()
-	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler {
-		held.Handler, handled.Handler = r, held
-		return handled
-	}}}
+	wrap, held, handled := chattest.Held()
+	e := &env{Daemon: chattest.Daemon{Wrap: wrap}}
 	e.WithTeams(t, map[string]string{})
 	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}}
 }
@@ -66,6 +62,14 @@ func (c *slackChat) Proposal(thread string, step int) chattest.Msg {
 	m := c.proposal(thread, step)
 	return chattest.Msg{ID: m.TS, Raw: m}
 }
+
+func (c *slackChat) Text(thread string, m chattest.Msg) string {
+	c.t.Helper()
+	shown := m.Raw.(fakeslack.Message)
+	checkFitted(c.t, blocksOf(c.t, shown), false)
+	return sectionTexts(c.t, shown)
+}
+func (c *slackChat) Code(text string) string { return escapeCode(text) }
 
 func (c *slackChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()

@@ -1,13 +1,11 @@
 package slack
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
@@ -30,13 +28,8 @@ func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 	p1 := e.agentOf(thread)
 	chattest.Drain()
 
-	e.slack.RateLimitNext("apps.connections.open", 3) // holds the reconnect for 3 s
-	e.slack.Drop()
-	_, yts := e.slack.Say(approver2, channel, "channel", thread, "y", false)
-	if _, err := e.Sup.API().Decisions.Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
-		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
-		t.Fatal(err)
-	}
+	yts := e.sayWhileDown(3, approver2, thread, "y")
+	e.approveInAgentctl(p1.ID, p1.Pending.ID)
 	p2 := e.proposal(thread, 2)
 	if !e.slack.Wait(0, func(v fakeslack.View) bool { return !v.Connected() }) {
 		t.Fatal("the bot reconnected before P2 was posted; the reply is not late")
@@ -62,7 +55,21 @@ func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 }
 
 // sectionTexts is the text of every section and context block of a posted message.
-func sectionTexts(t *testing.T, m fakeslack.Message) string {
+func sectionTexts(t testing.TB, m fakeslack.Message) string {
+	t.Helper()
+	var b strings.Builder
+	for _, bl := range shownBlocks(t, m.Blocks) {
+		b.WriteString(bl.Text + "\n")
+	}
+	return b.String()
+}
+
+// shownBlock is one block of a message as Slack shows it: its type and its text (a
+// section's, or a context's strings, one a line).
+type shownBlock struct{ Type, Text string }
+
+// shownBlocks decodes a message's blocks (JSON) into what each shows.
+func shownBlocks(t testing.TB, js []byte) []shownBlock {
 	t.Helper()
 	var raw []struct {
 		Type string `json:"type"`
@@ -73,19 +80,23 @@ func sectionTexts(t *testing.T, m fakeslack.Message) string {
 			Text any `json:"text"` // a context's is a string; a button's, an object
 		} `json:"elements"`
 	}
-	if err := json.Unmarshal(m.Blocks, &raw); err != nil {
+	if err := json.Unmarshal(js, &raw); err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, bl := range raw {
-		b.WriteString(bl.Text.Text + "\n")
-		for _, el := range bl.Elements {
-			if s, ok := el.Text.(string); ok && bl.Type == "context" {
-				b.WriteString(s + "\n")
+	out := make([]shownBlock, len(raw))
+	for i, b := range raw {
+		out[i] = shownBlock{Type: b.Type, Text: b.Text.Text}
+		if b.Type == "context" {
+			var lines []string
+			for _, el := range b.Elements {
+				if s, ok := el.Text.(string); ok {
+					lines = append(lines, s)
+				}
 			}
+			out[i].Text = strings.Join(lines, "\n")
 		}
 	}
-	return b.String()
+	return out
 }
 
 // A proposal of 10,000 characters full of & < > and backticks: every post is taken by
@@ -136,33 +147,11 @@ func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
 	}
 }
 
-// A write_file proposal over a file of the agent's workspace shows the diff: the old
-// line removed, the new one added, escaped for Slack.
-func TestWriteFileDiffShown(t *testing.T) {
-	e := newEnv(t)
-	e.Script(reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nold & <a> line\n"}),
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nnew & <b> line\n"}))
-	thread := e.startRun("edit notes")
-	p1 := e.proposal(thread, 1)
-	e.click(approver, thread, p1, "approve")
-	e.decided(thread, p1.TS, "Approved* by")
-	p2 := e.proposal(thread, 2)
-	checkFitted(t, blocksOf(t, p2), false)
-	text := sectionTexts(t, p2)
-	for _, line := range []string{"\n-old &amp; &lt;a&gt; line\n", "\n+new &amp; &lt;b&gt; line", "\n keep\n"} {
-		if !strings.Contains(text, line) {
-			t.Errorf("the diff lacks %q:\n%s", line, text)
-		}
-	}
-}
-
 // A reply also sent to the channel (subtype thread_broadcast) is a reply in its thread
 // like any other: its "y" approves the proposal waiting there.
 func TestThreadBroadcastIsAReply(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch once")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch once", "a")
 	chattest.Drain()
 	e.slack.Broadcast(approver, channel, thread, "y")
 	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)
@@ -182,21 +171,13 @@ func TestLateTextAfterTheRunEndedStartsNothing(t *testing.T) {
 	a := e.agentOf(thread)
 	chattest.Drain()
 
-	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
-	e.slack.Drop()
-	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
-	if _, err := e.Sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
-		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
-		t.Fatal(err)
-	}
+	e.sayWhileDown(4, approver, thread, "also look at the docs folder")
+	e.approveInAgentctl(a.ID, a.Pending.ID)
 	if got := <-chattest.Touched; got != "a" {
 		t.Errorf("touched %q, want a", got)
 	}
 	e.proposal(thread, 2) // finish, approved too
-	if _, err := e.Sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
-		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
-		t.Fatal(err)
-	}
+	e.approveInAgentctl(a.ID, e.agentOf(thread).Pending.ID)
 	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })
 	if !e.slack.Wait(0, func(v fakeslack.View) bool { return !v.Connected() }) {
 		t.Fatal("the bot reconnected before the run finished; the feedback is not late")

@@ -93,9 +93,7 @@ func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 // another hash, a count that does not parse or past the one shown — decides nothing.
 func TestForgedButtonValuesDecideNothing(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}))
-	thread := e.startRun("touch once")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch once", "one")
 	pid := e.agentOf(thread).Pending.ID
 	value := button(t, p, "approve")
 	f := strings.Fields(value)

@@ -126,6 +126,34 @@ func hasText(ms []fakeslack.Message, s string) bool {
 	return false
 }
 
+// touchRun starts a run on task whose first proposal touches what, and returns the run's
+// thread and that proposal's message.
+func (e *env) touchRun(task, what string) (string, fakeslack.Message) {
+	e.t.Helper()
+	e.Script(reply("bots_test_touch", map[string]string{"what": what}))
+	thread := e.startRun(task)
+	return thread, e.proposal(thread, 1)
+}
+
+// sayWhileDown drops the socket, holding its reconnect for secs seconds, and has user
+// write text in thread meanwhile: Slack delivers it once the bot is back. It returns the
+// message's ts.
+func (e *env) sayWhileDown(secs int, user, thread, text string) string {
+	e.slack.RateLimitNext("apps.connections.open", secs)
+	e.slack.Drop()
+	_, ts := e.slack.Say(user, channel, "channel", thread, text, false)
+	return ts
+}
+
+// approveInAgentctl approves proposal of agent as alice does in agentctl.
+func (e *env) approveInAgentctl(agent, proposal string) {
+	e.t.Helper()
+	if _, err := e.Sup.API().Decisions.Decide(context.Background(), agent, api.DecideRequest{ProposalID: proposal,
+		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // proposal waits for the proposal message of step in thread.
 func (e *env) proposal(thread string, step int) fakeslack.Message {
 	e.t.Helper()

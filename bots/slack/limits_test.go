@@ -28,27 +28,17 @@ var brokenEntity = regexp.MustCompile(`&(?:amp;|lt;|gt;)?`)
 
 // checkFitted checks rendered blocks against Slack's limits and the promises of render:
 // no broken entity, balanced fences, and the note exactly when something was cut.
-func checkFitted(t *testing.T, blocks []slack.Block, wantCut bool) {
+func checkFitted(t testing.TB, blocks []slack.Block, wantCut bool) {
 	t.Helper()
 	js, _ := json.Marshal(blocks)
-	var raw []struct {
-		Type string `json:"type"`
-		Text struct {
-			Text string `json:"text"`
-		} `json:"text"`
-		Elements []struct {
-			Text string `json:"text"`
-		} `json:"elements"`
-	}
-	json.Unmarshal(js, &raw)
+	raw := shownBlocks(t, js)
 	if len(raw) > maxBlocks {
 		t.Errorf("%d blocks, Slack takes %d", len(raw), maxBlocks)
 	}
 	total, noted := 0, false
 	for i, b := range raw {
-		text := b.Text.Text
+		text := b.Text
 		if b.Type == "context" {
-			text = b.Elements[0].Text
 			noted = noted || text == truncatedNote
 		}
 		if b.Type != "section" && b.Type != "context" {
@@ -120,7 +110,7 @@ func TestRenderFitsSlackLimits(t *testing.T) {
 }
 
 // blocksOf decodes a posted message's blocks.
-func blocksOf(t *testing.T, m fakeslack.Message) []slack.Block {
+func blocksOf(t testing.TB, m fakeslack.Message) []slack.Block {
 	t.Helper()
 	var bs slack.Blocks
 	if err := json.Unmarshal(m.Blocks, &bs); err != nil {

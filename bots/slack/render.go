@@ -2,7 +2,6 @@ package slack
 
 import (
 	"strings"
-	"unicode/utf16"
 
 	"github.com/slack-go/slack"
 
@@ -24,15 +23,8 @@ const (
 // truncatedNote says that something was cut; Post attaches the full text as a file.
 const truncatedNote = "_truncated — full text attached_"
 
-// slackLen counts characters as UTF-16 code units, so an emoji counts twice: Slack
-// documents its limits in characters, and units are the reading that never overflows.
-func slackLen(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
+// slackLen counts characters as Slack documents its limits (bots.UTF16Len).
+var slackLen = bots.UTF16Len
 
 // actionPrefix marks the buttons and dialogs this bot made.
 const (
@@ -53,12 +45,6 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // escapeCode also breaks runs of backticks, which would end a code block early.
 func escapeCode(s string) string {
 	return strings.ReplaceAll(escape(s), "```", "`\u200b`\u200b`")
-}
-
-// Blocks renders a relay message as Block Kit within Slack's limits.
-func Blocks(m bots.Message) []slack.Block {
-	blocks, _ := render(m)
-	return blocks
 }
 
 // render renders m as Block Kit and reports whether it cut anything. Limits apply to the

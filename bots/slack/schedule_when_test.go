@@ -43,31 +43,26 @@ func TestSlashScheduleWhenSetsConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	slash := func(user, text string) string { return e.answer(e.slack.Slash(user, channel, "/agent", text)) }
-
-	if got := slash(stranger, "schedule when triage --when-changed inbox"); !strings.Contains(got, "not an approver") {
-		t.Errorf("a stranger's when = %q", got)
+	// says checks that /agent text, typed by user, is answered with want.
+	says := func(user, text, want, what string) {
+		t.Helper()
+		if got := slash(user, text); !strings.Contains(got, want) {
+			t.Errorf("%s = %q, want %q in it", what, got, want)
+		}
 	}
+
+	says(stranger, "schedule when triage --when-changed inbox", "not an approver", "a stranger's when")
 	if got := slash(approver, "schedule when triage --when-changed ../other"); !strings.Contains(got, "--when-changed") || !strings.Contains(got, "..") {
 		t.Errorf("a path out of the workspace = %q, want it refused naming the flag", got)
 	}
-	if got := slash(approver, "schedule when triage --when-any --when-all --when-changed inbox"); !strings.Contains(got, "give one") {
-		t.Errorf("any and all = %q", got)
-	}
-	if got := slash(approver, "schedule when triage --when-changed inbox --when 'test -s inbox/new'"); !strings.Contains(got, "execute_shell") {
-		t.Errorf("a check command without a shell = %q, want the fix", got)
-	}
+	says(approver, "schedule when triage --when-any --when-all --when-changed inbox", "give one", "any and all")
+	says(approver, "schedule when triage --when-changed inbox --when 'test -s inbox/new'", "execute_shell", "a check command without a shell")
 	if s, _ := m.Schedule(ctx, "triage"); s.When != nil {
 		t.Fatalf("refused edits set conditions: %+v", s.When)
 	}
-	if got := slash(approver, "schedule when triage --when-changed inbox --when-failed wake"); !strings.Contains(got, "now wakes the model when --when-changed inbox --when-failed wake") {
-		t.Errorf("when = %q", got)
-	}
-	if got := slash(approver, "schedule ls"); !strings.Contains(got, "wakes the model when --when-changed inbox") {
-		t.Errorf("ls = %q", got)
-	}
-	if got := slash(approver, "schedule when triage --when-none"); !strings.Contains(got, "at every firing") {
-		t.Errorf("when-none = %q", got)
-	}
+	says(approver, "schedule when triage --when-changed inbox --when-failed wake", "now wakes the model when --when-changed inbox --when-failed wake", "when")
+	says(approver, "schedule ls", "wakes the model when --when-changed inbox", "ls")
+	says(approver, "schedule when triage --when-none", "at every firing", "when-none")
 	if s, _ := m.Schedule(ctx, "triage"); s.When != nil {
 		t.Errorf("--when-none left %+v", s.When)
 	}

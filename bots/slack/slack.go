@@ -67,8 +67,7 @@ type Bot struct {
 	// http posts answers to slash commands' response_url.
 	http *http.Client
 
-	self      atomic.Pointer[slack.AuthTestResponse]
-	connected atomic.Bool
+	self atomic.Pointer[slack.AuthTestResponse]
 
 	groups bots.Cache[[]string] // user group → its members
 	names  bots.Cache[string]   // user id → display name (names.go)
@@ -100,23 +99,11 @@ func New(opt Options) (*Bot, error) {
 		o = append(o, slack.OptionAPIURL(opt.APIURL))
 	}
 	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, http: &http.Client{Timeout: 30 * time.Second},
-		conn: bots.NewConnection(Platform)}, nil
+		conn: bots.NewConnection(Platform, opt.OnConnection)}, nil
 }
 
 // Platform implements bots.Adapter.
 func (b *Bot) Platform() string { return Platform }
-
-// Connected reports whether the Socket Mode connection is up.
-func (b *Bot) Connected() bool { return b.connected.Load() }
-
-func (b *Bot) setConnected(up bool) {
-	if up {
-		b.setState(bots.StateConnected, 0, nil)
-	}
-	if b.connected.Swap(up) != up && b.opt.OnConnection != nil {
-		b.opt.OnConnection(up)
-	}
-}
 
 // Status reports the connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status { return b.conn.Status() }
@@ -137,7 +124,6 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.self.Store(self)
 		b.log.Info("slack: authenticated", "team", self.TeamID, "bot_user", self.UserID)
 		err = b.runSocket(ctx)
-		b.setConnected(false)
 		if ctx.Err() != nil {
 			break
 		}
@@ -181,17 +167,15 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 	case socketmode.EventTypeConnecting:
 		// The client reconnects by itself after a drop, announcing only this: until
 		// Connected follows, the bot is down.
-		b.setConnected(false)
+		b.setState(bots.StateConnecting, 0, nil)
 		b.log.Debug("slack: connecting")
 	case socketmode.EventTypeConnected:
-		b.setConnected(true)
+		b.setState(bots.StateConnected, 0, nil)
 		b.log.Info("slack: connected")
 	case socketmode.EventTypeConnectionError:
-		b.setConnected(false)
 		b.setState(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
 		b.log.Warn("slack: connection failed; retrying")
 	case socketmode.EventTypeDisconnect:
-		b.setConnected(false)
 		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
 		b.ack(ctx, sm, ev.Request, nil)
@@ -408,11 +392,17 @@ func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (s
 // (…/leak?d=<secret>) the moment it is shown, before anyone approved anything.
 var noPreviews = []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 
+// messageOptions are m rendered (its summary and its blocks) with previews off; cut
+// reports that the blocks were cut to Slack's limits.
+func messageOptions(m bots.Message) (opts []slack.MsgOption, cut bool) {
+	blocks, cut := render(m)
+	return append([]slack.MsgOption{slack.MsgOptionText(summary(m), false), slack.MsgOptionBlocks(blocks...)}, noPreviews...), cut
+}
+
 // Post implements bots.Adapter. A message cut to Slack's limits says so, and the full
 // text follows as a file in the same thread.
 func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) (string, error) {
-	blocks, cut := render(m)
-	opts := append([]slack.MsgOption{slack.MsgOptionText(summary(m), false), slack.MsgOptionBlocks(blocks...)}, noPreviews...)
+	opts, cut := messageOptions(m)
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
@@ -434,8 +424,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 
 // Update implements bots.Adapter. The full text of a cut message was attached by Post.
 func (b *Bot) Update(ctx context.Context, channel, id string, m bots.Message) error {
-	blocks, _ := render(m)
-	opts := append([]slack.MsgOption{slack.MsgOptionText(summary(m), false), slack.MsgOptionBlocks(blocks...)}, noPreviews...)
+	opts, _ := messageOptions(m)
 	if _, _, _, err := b.api.UpdateMessageContext(ctx, channel, id, opts...); err != nil {
 		return classify(fmt.Errorf("slack: chat.update: %w", err))
 	}

@@ -17,9 +17,7 @@ import (
 
 func TestMentionStartsRunApprovedByClick(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}))
-	thread := e.startRun("touch one thing")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch one thing", "one")
 	for _, b := range []string{"approve", "approve_n", "deny", "feedback"} {
 		button(t, p, b)
 	}
@@ -49,9 +47,7 @@ func TestMentionStartsRunApprovedByClick(t *testing.T) {
 
 func TestNonApproverRefused(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch x")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch x", "x")
 	e.click(stranger, thread, p, "approve")
 	e.slack.Say(stranger, channel, "channel", thread, "y", false)
 	e.slack.Say("UOTHERBOT", channel, "channel", thread, "y", true) // bots are ignored
@@ -148,9 +144,7 @@ func TestThreadMessagesRemembered(t *testing.T) {
 // are left to click.
 func TestRemovedAgentsProposalClosed(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch x")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch x", "x")
 	if err := e.Sup.API().Runs.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +164,7 @@ func TestAskUserAnsweredInThread(t *testing.T) {
 
 func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch", "x")
 	e.slack.Drop()
 	env := e.click(approver, thread, p, "approve") // queued by Slack while the socket is down
 	e.wait("a reconnect", func(v fakeslack.View) bool { return v.Connections() >= 2 && v.Connected() })
@@ -193,9 +185,7 @@ func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 
 func TestLongResultUploadedAsFile(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "big"}))
-	thread := e.startRun("big")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("big", "big")
 	e.click(approver, thread, p, "approve")
 	e.wait("the upload", func(v fakeslack.View) bool {
 		fs := v.Files()
@@ -262,9 +252,7 @@ func TestDirectMessageStartsRun(t *testing.T) {
 
 func TestExpiredProposalRefusesChatDecisions(t *testing.T) {
 	e := newEnv(t, func(o *bots.Options) { o.Expiry = 300 * time.Millisecond })
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch", "x")
 	e.wait("the expiry note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Expired after") })
 	e.slack.Say(approver, channel, "channel", thread, "y", false)
 	e.wait("refusal", func(v fakeslack.View) bool { return len(v.Ephemeral(approver)) == 1 })

@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -20,10 +19,8 @@ func TestRunLeavesNoHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, ran := relay.Start(bot.Run)
 	defer cancel()
-	ran := make(chan struct{})
-	go func() { defer close(ran); bot.Run(ctx) }()
 	if !fake.Wait(5*time.Second, func(v fakeslack.View) bool { return v.Connected() }) {
 		t.Fatal("the bot never connected to the fake")
 	}

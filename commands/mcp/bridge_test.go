@@ -150,13 +150,7 @@ func TestStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New([]ServerConfig{{Name: "proc", Command: []string{exe}, Env: map[string]string{serverEnv: "stdio", "GORACE": "atexit_sleep_ms=0"}}}, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.backoff = fastBackoff
-	b.Start(context.Background())
-	t.Cleanup(b.Close)
+	b := startBridge(t, ServerConfig{Name: "proc", Command: []string{exe}, Env: map[string]string{serverEnv: "stdio", "GORACE": "atexit_sleep_ms=0"}}, nil)
 
 	if got := names(b.Commands()); !reflect.DeepEqual(got, prefixed("proc")) {
 		t.Fatalf("commands = %v; status %+v", got, b.Status())
@@ -213,13 +207,7 @@ func TestStreamableHTTP(t *testing.T) {
 	if !strings.HasPrefix(ts.URL, "http://127.0.0.1:") {
 		t.Fatalf("test server at %s, want 127.0.0.1", ts.URL)
 	}
-	b, err := New([]ServerConfig{{Name: "web", URL: ts.URL}}, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.backoff = fastBackoff
-	b.Start(context.Background())
-	t.Cleanup(b.Close)
+	b := startBridge(t, ServerConfig{Name: "web", URL: ts.URL}, nil)
 
 	if got := names(b.Commands()); !reflect.DeepEqual(got, prefixed("web")) {
 		t.Fatalf("commands = %v; status %+v", got, b.Status())
@@ -235,7 +223,7 @@ func TestStreamableHTTP(t *testing.T) {
 	// it dead and marks the tools unavailable while it retries.
 	ts.CloseClientConnections()
 	ts.Close()
-	_, err = run(t, b, "web.echo", `{"text":"gone"}`, commands.Limits{})
+	_, err := run(t, b, "web.echo", `{"text":"gone"}`, commands.Limits{})
 	if err == nil || !strings.Contains(err.Error(), `web.echo: `) {
 		t.Fatalf("echo to a closed server: %v", err)
 	}

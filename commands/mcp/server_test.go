@@ -154,14 +154,24 @@ func startMem(t *testing.T, cfg ServerConfig) (*Bridge, *memServer) {
 		cfg.Name = "mem"
 	}
 	cfg.Command = []string{"in-memory"}
+	return startBridge(t, cfg, ms.dial), ms
+}
+
+// startBridge starts a bridge, retrying fast, to the one server cfg names, reached through
+// dial when it is not nil; the bridge closes when the test ends.
+func startBridge(t *testing.T, cfg ServerConfig, dial func(ServerConfig, io.Writer) (mcp.Transport, error)) *Bridge {
+	t.Helper()
 	b, err := New([]ServerConfig{cfg}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.dial, b.backoff = ms.dial, fastBackoff
+	b.backoff = fastBackoff
+	if dial != nil {
+		b.dial = dial
+	}
 	b.Start(context.Background())
 	t.Cleanup(b.Close)
-	return b, ms
+	return b
 }
 
 // waitFor waits until cond holds, re-checking at each change the bridge announces.

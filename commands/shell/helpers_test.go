@@ -57,14 +57,7 @@ func modes(t *testing.T) []string {
 
 // workspace returns a fresh workspace folder with its symlinks resolved, as
 // commands.ResolvePath reports it.
-func workspace(t testing.TB) string {
-	t.Helper()
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ws
-}
+func workspace(t testing.TB) string { return testutil.ResolvedTempDir(t) }
 
 func mustShell(t testing.TB, o Options) commands.Command {
 	t.Helper()
@@ -83,6 +76,17 @@ func run(ctx context.Context, t testing.TB, c commands.Command, ws string, v any
 		t.Fatal(err)
 	}
 	return commands.Run(ctx, c, commands.Env{Workspace: ws, AgentID: "a-test"}, args, commands.Limits{Timeout: timeout})
+}
+
+// mustRun runs line through c in ws and returns its output, failing the test (with the
+// output) if it gave an error.
+func mustRun(t testing.TB, c commands.Command, ws, line string, timeout time.Duration) string {
+	t.Helper()
+	got, err := run(context.Background(), t, c, ws, shellLine(line), timeout)
+	if err != nil {
+		t.Fatalf("error %v; output:\n%s", err, got)
+	}
+	return got
 }
 
 func shellLine(line string) map[string]string { return map[string]string{"command_line": line} }

@@ -17,7 +17,6 @@ import (
 // at most 30 ms of overhead.
 func BenchmarkSandboxOverhead(b *testing.B) {
 	bwrap := bwrapHere(b)
-	ctx := context.Background()
 	none, err := NewExecuteShell(Options{Sandbox: SandboxNone})
 	if err != nil {
 		b.Fatal(err)
@@ -26,25 +25,35 @@ func BenchmarkSandboxOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchInTurn(b, "none", none, "sandboxed", boxed)
+}
+
+// benchInTurn runs `true` through base and then through c, every iteration, and reports
+// each one's wall time per command (as NAME-ms/cmd), c's overhead over base and their ratio.
+func benchInTurn(b *testing.B, baseName string, base commands.Command, name string, c commands.Command) {
+	ctx := context.Background()
 	ws := workspace(b)
-	var tNone, tBox time.Duration
+	var tBase, tC time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if _, err := run(ctx, b, none, ws, shellLine("true"), time.Minute); err != nil {
+		if _, err := run(ctx, b, base, ws, shellLine("true"), time.Minute); err != nil {
 			b.Fatal(err)
 		}
 		mid := time.Now()
-		if _, err := run(ctx, b, boxed, ws, shellLine("true"), time.Minute); err != nil {
+		if _, err := run(ctx, b, c, ws, shellLine("true"), time.Minute); err != nil {
 			b.Fatal(err)
 		}
-		tNone, tBox = tNone+mid.Sub(start), tBox+time.Since(mid)
+		tBase, tC = tBase+mid.Sub(start), tC+time.Since(mid)
 	}
-	n := float64(b.N)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
-	b.ReportMetric(ms(tNone), "none-ms/cmd")
-	b.ReportMetric(ms(tBox), "sandboxed-ms/cmd")
-	b.ReportMetric(ms(tBox-tNone), "overhead-ms/cmd")
-	b.ReportMetric(float64(tBox)/float64(tNone), "ratio")
+	b.ReportMetric(msPerOp(b, tBase), baseName+"-ms/cmd")
+	b.ReportMetric(msPerOp(b, tC), name+"-ms/cmd")
+	b.ReportMetric(msPerOp(b, tC-tBase), "overhead-ms/cmd")
+	b.ReportMetric(float64(tC)/float64(tBase), "ratio")
+}
+
+// msPerOp is d, spent over all of b's iterations, in milliseconds per iteration.
+func msPerOp(b *testing.B, d time.Duration) float64 {
+	return float64(d) / float64(time.Millisecond) / float64(b.N)
 }
 
 // BenchmarkBoundedProfile runs `true` in the sandbox as a person's approval runs it, as a
@@ -77,11 +86,9 @@ func BenchmarkBoundedProfile(b *testing.B) {
 			spent[i] += time.Since(start)
 		}
 	}
-	n := float64(b.N)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
-	b.ReportMetric(ms(spent[0]), "person-ms/cmd")
-	b.ReportMetric(ms(spent[1]), "bounded-ms/cmd")
-	b.ReportMetric(ms(spent[2]), "bounded+deny-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[0]), "person-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[1]), "bounded-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[2]), "bounded+deny-ms/cmd")
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "bounded-ratio")
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "deny-ratio")
 }
@@ -97,7 +104,6 @@ func BenchmarkAgentLimitsOverhead(b *testing.B) {
 		line, _ := boxes.Describe()
 		b.Skipf("no cgroups for agents here: %s", line)
 	}
-	ctx := context.Background()
 	plain, err := NewExecuteShell(Options{Sandbox: SandboxBwrap, Bwrap: bwrap})
 	if err != nil {
 		b.Fatal(err)
@@ -106,23 +112,5 @@ func BenchmarkAgentLimitsOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws := workspace(b)
-	var tPlain, tBoxed time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if _, err := run(ctx, b, plain, ws, shellLine("true"), time.Minute); err != nil {
-			b.Fatal(err)
-		}
-		mid := time.Now()
-		if _, err := run(ctx, b, boxed, ws, shellLine("true"), time.Minute); err != nil {
-			b.Fatal(err)
-		}
-		tPlain, tBoxed = tPlain+mid.Sub(start), tBoxed+time.Since(mid)
-	}
-	n := float64(b.N)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
-	b.ReportMetric(ms(tPlain), "sandboxed-ms/cmd")
-	b.ReportMetric(ms(tBoxed), "boxed-ms/cmd")
-	b.ReportMetric(ms(tBoxed-tPlain), "overhead-ms/cmd")
-	b.ReportMetric(float64(tBoxed)/float64(tPlain), "ratio")
+	benchInTurn(b, "sandboxed", plain, "boxed", boxed)
 }

@@ -38,6 +38,25 @@ func newServer(t *testing.T, h http.HandlerFunc) *server {
 	return s
 }
 
+// secretText is what secretTarget serves: a reply that shows a request reached it.
+const secretText = "internal secret"
+
+// secretTarget is the loopback service the guard tests aim at, as an agent's fetch aiming
+// at a private address would: it answers every request with secretText.
+func secretTarget(t *testing.T) *server {
+	return newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(secretText))
+	})
+}
+
+// closedServer is a server that has shut down: its address refuses connections.
+func closedServer(t *testing.T) *server {
+	s := newServer(t, func(http.ResponseWriter, *http.Request) {})
+	s.Close()
+	return s
+}
+
 func (s *server) addrPort() netip.AddrPort {
 	return netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://"))
 }

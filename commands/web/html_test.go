@@ -3,6 +3,8 @@ package web
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestHTMLToText(t *testing.T) {
@@ -114,16 +116,7 @@ func TestHTMLToText(t *testing.T) {
 			if tc.wantTitle != "" && title != tc.wantTitle {
 				t.Errorf("title %q, want %q", title, tc.wantTitle)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("text lacks %q:\n%s", w, text)
-				}
-			}
-			for _, d := range tc.drop {
-				if strings.Contains(text, d) {
-					t.Errorf("text keeps %q:\n%s", d, text)
-				}
-			}
+			testutil.CheckContains(t, "text", text, tc.want, tc.drop)
 		})
 	}
 }

@@ -4,13 +4,18 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // A +write allow pattern approves a line unasked, so it runs bounded: python finds no
@@ -142,46 +147,115 @@ func approvedAfterAChange(t *testing.T, h *harness, a *api.Agent, p *api.Proposa
 }
 
 // A proposal a +write pattern would run ahead in its bounded profile, then left to a
-// person (the watchdog caught a loop), is shown without that run's change: its preview
-// says why and approving runs the line itself, in the person's profile, as shown.
+// person (the watchdog caught a loop), is never shown that run's change: it runs ahead
+// again in the person's profile, where the agent's own json package loads, and the
+// person is asked on what that run changed. A decision on the proposal as shown before
+// is refused (look again); approving applies the change the person's run ahead showed.
 func TestProposalLeftToPersonShowsNoChangeRunAheadBounded(t *testing.T) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
 		o.Allow = []string{"execute_shell(python3 -m json.tool *)+write", "execute_shell(rm *)+write"} // rm, json.tool, rm, json.tool: a loop
 	})
+	shownBounded := proposalsShownBounded(t, h)
 	tool := reply("execute_shell", map[string]string{"command_line": "python3 -m json.tool in.json out.json"})
 	rm := reply("execute_shell", map[string]string{"command_line": "rm -f out.json"})
 	h.fake.Script(rm, tool, rm, tool, reply("finish", map[string]string{"reason": "done"}))
 	a := h.createPlanted(hostileJSONWorkspace(true))
-	ag := h.waitFor(a.ID, "a person asked", func(a *api.Agent) bool {
-		return a.Pending != nil && (a.State == api.StateAwaitingDecision || a.State == api.StatePaused)
+	ag := h.waitFor(a.ID, "a person asked on the preview run again", func(a *api.Agent) bool {
+		return a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
 	})
 	p := ag.Pending
 	if p.Preview == nil || p.Preview.Effect == nil {
 		t.Fatalf("the asked proposal %s %s has no effect preview", p.Command, p.Args)
 	}
-	if eff := p.Preview.Effect; eff.Appliable() || eff.Profile != "" || eff.None != boundedPreviewReason || p.Preview.Diff != "" {
-		t.Fatalf("asked of a person with effect %+v, diff %q: want the bounded run dropped (%q), no diff", eff, p.Preview.Diff, boundedPreviewReason)
+	if eff := p.Preview.Effect; !eff.Appliable() || eff.Profile != "" || !strings.Contains(p.Preview.Diff, "PWNED") {
+		t.Fatalf("asked of a person with effect %+v, diff\n%s\nwant the run ahead in their profile, which loads the agent's json package (PWNED)", eff, p.Preview.Diff)
 	}
 	lines, _ := p.Preview.Render()
-	if shown := strings.Join(lines, "\n"); strings.Contains(shown, "approving applies") || !strings.Contains(shown, boundedPreviewReason) {
-		t.Errorf("the person is shown:\n%s\nwant why there is no change to apply, and no claim that approving applies one", shown)
+	if shown := strings.Join(lines, "\n"); !strings.Contains(shown, "approving applies this change") {
+		t.Errorf("the person is shown:\n%s\nwant that approving applies the change run ahead in their profile", shown)
 	}
-	if _, err := h.decide(a.ID, p, "y"); err != nil {
+	req, _ := api.ParseDecision("y")
+	req.ProposalID, req.Source, req.By, req.Hash = p.ID, "slack", "tester", p.Hash[:minShownHash] // the proposal as first shown: no change to apply
+	if _, err := h.sup.decisions.Decide(context.Background(), a.ID, req); err == nil || !strings.Contains(err.Error(), "look again") {
+		t.Fatalf("a decision on the proposal as shown before its run ahead again got %v, want it refused: look again", err)
+	}
+	req.Hash = p.Ref()[:minShownHash]
+	if _, err := h.sup.decisions.Decide(context.Background(), a.ID, req); err != nil {
 		t.Fatal(err)
 	}
 	h.sup.runs.Resume(context.Background(), a.ID)
 	h.waitFor(a.ID, "the approved step ran", func(x *api.Agent) bool { return len(h.history(a.ID)) >= p.Step })
-	// Approving ran the line itself, in the person's profile: as the preview said.
-	if _, err := os.Stat(filepath.Join(a.Workspace, "PWNED")); err != nil {
-		t.Errorf("the approved line did not run itself in the person's profile: %v", err)
+	if got := shownBounded(p.ID); len(got) > 0 {
+		t.Errorf("followers were shown the bounded run ahead's change as the person's to approve: %+v", got)
+	}
+	// Approving applied what the person's run ahead showed: the agent's code ran in their
+	// profile, as the preview said, and the bounded run's out.json was not what landed.
+	_, pwned := os.Stat(filepath.Join(a.Workspace, "PWNED"))
+	if out, _ := os.ReadFile(filepath.Join(a.Workspace, "out.json")); pwned != nil || string(out) != "the agent wrote this" {
+		t.Errorf("PWNED: %v, out.json = %q: the approved change is not the one the person's run ahead showed", pwned, out)
+	}
+	if eps := h.history(a.ID); !strings.Contains(eps[len(eps)-1].Result, "was applied") {
+		t.Errorf("the approved step's result %q, want the change shown applied", eps[len(eps)-1].Result)
+	}
+}
+
+// proposalsShownBounded follows h's agents from now on; the function it returns lists
+// the effects shown with proposal id (in a proposal event or an agent's pending one)
+// whose change was run ahead in a bounded profile: a person never approves those.
+func proposalsShownBounded(t *testing.T, h *harness) func(id string) []api.Effect {
+	followed := follow(t, h)
+	return func(id string) []api.Effect {
+		var out []api.Effect
+		for _, e := range followed() {
+			for _, p := range []*api.Proposal{e.Proposal, pendingOf(e.Agent)} {
+				if p != nil && p.ID == id && p.Preview != nil && p.Preview.Effect.Appliable() && p.Preview.Effect.Profile != "" {
+					out = append(out, *p.Preview.Effect)
+				}
+			}
+		}
+		return out
+	}
+}
+
+func pendingOf(a *api.Agent) *api.Proposal {
+	if a == nil {
+		return nil
+	}
+	return a.Pending
+}
+
+// follow subscribes to h's agents' events from now on; the function it returns lists
+// those published so far.
+func follow(t *testing.T, h *harness) func() []api.Event {
+	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []api.Event
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range events {
+			mu.Lock()
+			got = append(got, e)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() []api.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }
 
 // hostileJSONWorkspace plants in.json beside a json package of the agent's (a cloned
-// repo's) that writes PWNED when python3 -m json.tool loads it from the workspace;
-// withOut plants out.json as json.tool writes it too.
+// repo's) that writes PWNED when python3 -m json.tool loads it from the workspace, and
+// whose own json.tool writes out.json; withOut plants out.json as the standard json.tool
+// writes it too.
 func hostileJSONWorkspace(withOut bool) func(ws string) error {
 	return func(ws string) error {
 		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
@@ -195,6 +269,81 @@ func hostileJSONWorkspace(withOut bool) func(ws string) error {
 				return err
 			}
 		}
+		if err := os.WriteFile(filepath.Join(ws, "json", "tool.py"), []byte("open('out.json','w').write('the agent wrote this')\n"), 0o644); err != nil {
+			return err
+		}
 		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
+	}
+}
+
+// The policy's verdict before a run ahead only picks its profile; the proposal's
+// transaction decides. A pattern removed while the line ran ahead bounded leaves it to a
+// person: it runs ahead again in their profile and they are asked on that, with the
+// reason; approving applies the change their run ahead made, never the bounded one.
+func TestAPatternRemovedDuringTheRunAheadAsksOnARunAheadInThePersonsProfile(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+	})
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "mkfifo -m 666 f; cat f > out.txt; rm f"}), reply("finish", map[string]string{"reason": "done"}))
+	a := h.createPlanted(func(string) error { return nil })
+	ctx := context.Background()
+	allow := []string{"execute_shell(mkfifo *)+write", "execute_shell(cat *)+write", "execute_shell(rm *)+write"}
+	for _, pat := range allow {
+		if _, err := h.sup.policyService.AddPermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: pat, By: "tester"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shownBounded := proposalsShownBounded(t, h)
+	// The run ahead waits on its fifo, in the copy, for what the test writes to it: the
+	// pattern goes while it runs, weighed unasked.
+	fifo := filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "f")
+	w := fifoWriter(t, fifo)
+	if _, err := h.sup.policyService.RemovePermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: allow[1], By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, w, "bounded\n")
+	h.waitFor(a.ID, "the proposal stored", func(a *api.Agent) bool { return a.Pending != nil })
+	feed(t, fifoWriter(t, fifo), "person\n") // its run ahead again, in the person's profile
+	ag := h.waitFor(a.ID, "a person asked on the run ahead again", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+	p := ag.Pending
+	if eff := p.Preview.Effect; !eff.Appliable() || eff.Profile != "" || !strings.Contains(p.Preview.Diff, "+person") || !strings.Contains(ag.StateReason, "run again in yours: approving applies that change") {
+		t.Fatalf("asked with effect %+v, reason %q, diff\n%s\nwant the person's run ahead (+person) and why", eff, ag.StateReason, p.Preview.Diff)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the finish proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	if b, _ := os.ReadFile(filepath.Join(a.Workspace, "out.txt")); string(b) != "person\n" {
+		t.Errorf("out.txt = %q, want the change the person's run ahead showed", b)
+	}
+	if got := shownBounded(p.ID); len(got) > 0 {
+		t.Errorf("followers were shown the bounded run ahead's change as the person's to approve: %+v", got)
+	}
+}
+
+// fifoWriter opens the fifo at path for writing once a reader has it open (a run
+// ahead's cat).
+func fifoWriter(t *testing.T, path string) *os.File {
+	t.Helper()
+	var f *os.File
+	if !testutil.Wait(30*time.Second, func() bool {
+		var err error
+		f, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		return err == nil
+	}) {
+		t.Fatalf("nothing read the fifo %s", path)
+	}
+	return f
+}
+
+// feed writes s to the fifo f and closes it: its reader reads s, then its end.
+func feed(t *testing.T, f *os.File, s string) {
+	t.Helper()
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -70,9 +70,11 @@ func TestApprovingAPreviewedLineAppliesTheChangeShownAndRunsNothingTwice(t *test
 
 // A workspace changed between the preview and the approval is caught: nothing is
 // applied, and the person is asked again with the reason and the preview run again on
-// the workspace as it is now (not the stale one); approving then applies that change.
+// the workspace as it is now (not the stale one), its followers shown the proposal as
+// it is asked now; approving then applies that change.
 func TestAWorkspaceChangedSinceThePreviewAsksAgainWithThePreviewRunAgain(t *testing.T) {
 	h, a := previewHarness(t, "echo added >> notes.txt; echo ran >> runs.txt")
+	followed := follow(t, h)
 	p := h.pending(a.ID)
 	if !p.Preview.Effect.Appliable() {
 		t.Fatalf("no effect preview: %+v", p.Preview.Effect)
@@ -96,6 +98,9 @@ func TestAWorkspaceChangedSinceThePreviewAsksAgainWithThePreviewRunAgain(t *test
 	}
 	if body, _ := os.ReadFile(notes); string(body) != "a person wrote this\n" {
 		t.Fatalf("notes.txt = %q after a refused apply", body)
+	}
+	if !shownAskedAgain(followed(), again.Pending) {
+		t.Errorf("no proposal event showed the proposal asked again, with its agent awaiting it: chat and follow keep the stale preview")
 	}
 	if _, err := h.decide(a.ID, again.Pending, "y"); err != nil {
 		t.Fatal(err)
@@ -206,4 +211,16 @@ func TestFollowersSeeTheAgentPreviewingBeforeTheProposal(t *testing.T) {
 			t.Fatal("no event showed the agent with its proposal pending")
 		}
 	}
+}
+
+// shownAskedAgain reports whether a proposal event in events showed p as it is asked
+// again (its status and preview run again), with its agent awaiting a decision on it.
+func shownAskedAgain(events []api.Event, p *api.Proposal) bool {
+	for _, e := range events {
+		if e.Type == api.EventProposal && e.Proposal != nil && e.Proposal.ID == p.ID && e.Proposal.Ref() == p.Ref() && e.Proposal.Status == p.Status &&
+			e.Agent != nil && e.Agent.State == api.StateAwaitingDecision && e.Agent.Pending != nil && e.Agent.Pending.Ref() == p.Ref() {
+			return true
+		}
+	}
+	return false
 }

@@ -50,9 +50,10 @@ func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
 // what this step runs (the runner then applies it); drop_preview stores the preview run
 // again (rerun) when it captured a change, else why there is none to apply, with no diff
 // left of the stale one, so the next approval runs the command itself, as the person
-// is shown.
+// is shown. Only a run again replaces a preview with nothing to apply (one dropped
+// before it came in).
 func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect, rerun *api.Preview) error {
-	if p == nil || p.Preview == nil || !p.Preview.Effect.Appliable() {
+	if p == nil || p.Preview == nil || !p.Preview.Effect.Appliable() && (rerun == nil || e.Kind == cycle.ApplyPreview) {
 		return errMissing
 	}
 	eff := p.Preview.Effect

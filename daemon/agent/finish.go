@@ -139,12 +139,18 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 			a.Policy.Mode = "ask"
 		}
 	}
-	c.shown = known(a, nil, nil) // p, the only open proposal, just settled
+	var open *api.Proposal // p, the only open proposal, settled unless asked again
+	if cur.Status.Decidable() {
+		open = &cur
+	}
+	c.shown = known(a, open, nil)
 	return ended, tx.UpdateAgent(a)
 }
 
 // rerunPreview is p's preview with its effect preview run again, on a's workspace as it
-// is now: what a person decides on once the one shown went stale. Nil when none is made.
+// is now and in a person's profile: what a person decides on once the one shown went
+// stale, or ran ahead in a pattern's bounded profile (askOnPersonRerun). Nil when none
+// is made.
 func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
 	if p.Preview == nil {
 		return nil
@@ -163,13 +169,22 @@ func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Preview
 // approving runs the command itself, and the reason says why the run again gave none.
 func staleEnd(p *api.Proposal, err error, rerun *api.Preview) stepEnd {
 	why := err.Error() + "; approving again runs the command itself"
-	switch {
-	case rerun != nil && rerun.Effect.Appliable():
-		why = err.Error() + "; its preview was run again on the workspace as it is now: approving applies that change"
-	case rerun != nil && rerun.Effect != nil:
-		why = err.Error() + "; its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
+	if again := ranAgain(rerun, "on the workspace as it is now"); again != "" {
+		why = err.Error() + "; " + again
 	}
 	result := "Not applied: " + why
 	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},
 		ep: episodeOf(p, "interrupted", result, ""), disk: -1, rerun: rerun}
+}
+
+// ranAgain says what approving does once a proposal's preview was run again (where: how),
+// rerun being what that run gave; "" when none was made.
+func ranAgain(rerun *api.Preview, where string) string {
+	switch {
+	case rerun != nil && rerun.Effect.Appliable():
+		return "its preview was run again " + where + ": approving applies that change"
+	case rerun != nil && rerun.Effect != nil:
+		return "its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
+	}
+	return ""
 }

@@ -165,17 +165,15 @@ func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int
 // watchdog look for a loop (watch). busy is the time the step took to think.
 func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	p := newProposal(ctx, a, model, res, cmds)
-	if c, ok := cmds.Get(p.Command); ok {
-		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) }         // through the applier, which publishes it
-		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing) // before the proposal is stored: it is shown with it
-	}
+	r.runAhead(ctx, l, a, p, last, cmds) // before the proposal is stored: it is shown with it
 	var w watched
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
+	var rerun bool         // left to a person after it ran ahead bounded: run it ahead again in their profile
 	r.mu.Lock()
 	r.s.checkpointAhead(ctx, l, p) // the policy may start p in the transaction that stores it
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		st = nil // a retried transaction starts over
+		st, rerun = nil, false // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
 			return err
@@ -214,7 +212,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		var pending *api.Proposal // think runs only when no proposal is open
 		if p.Status == api.ProposalPending {
 			pending = &shown
-			if err := askedBounded(tx, on, p, &shown); err != nil { // left to a person
+			if rerun, err = askedBounded(tx, on, p, &shown); err != nil { // left to a person
 				return err
 			}
 		}
@@ -241,6 +239,8 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	}
 	if st != nil {
 		r.run(ctx, l, p, st)
+	} else if rerun {
+		r.askOnPersonRerun(ctx, l, a, p, cmds)
 	}
 }
 

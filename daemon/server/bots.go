@@ -59,7 +59,10 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 	sec := readBotTokens(cfg)
 	c := &chatBots{log: log, tokens: sec.fp, missing: sec.missing, since: time.Now()}
 	var relay *bots.Relay
-	add := func(platform string, make func(*bots.Relay) (chatBot, bots.Rules, error)) error {
+	// add starts the bot of platform, when its secrets are there: rules reads its config
+	// section, make builds it on the relay.
+	add := func(platform string, rules func() (bots.Rules, error), make func(*bots.Relay) (chatBot, error)) error {
+		mx.SetBotConnected(platform, false)
 		if sec.lacks(platform) != nil {
 			return nil // start says so
 		}
@@ -71,43 +74,36 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 				relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
 			}
 		}
-		bot, rules, err := make(relay)
+		bot, err := make(relay)
 		if err != nil {
 			return err
 		}
-		relay.Add(bot, rules)
+		r, err := rules()
+		if err != nil {
+			return err
+		}
+		relay.Add(bot, r)
 		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 		return nil
 	}
-	if cfg.Slack.Enabled {
-		s := &cfg.Slack
-		mx.SetBotConnected(slack.Platform, false)
-		err := add(slack.Platform, func(relay *bots.Relay) (chatBot, bots.Rules, error) {
-			bot, err := slack.New(slack.Options{BotToken: sec.tokens[slackBotToken], AppToken: sec.tokens[slackAppToken], APIURL: s.APIURL, Relay: relay, Log: log,
-				OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
-			if err != nil {
-				return nil, bots.Rules{}, err
-			}
-			rules, err := slackRules(s)
+	connected := func(platform string) func(bool) {
+		return func(up bool) { mx.SetBotConnected(platform, up) }
+	}
+	if s := &cfg.Slack; s.Enabled {
+		err := add(slack.Platform, func() (bots.Rules, error) { return slackRules(s) }, func(relay *bots.Relay) (chatBot, error) {
 			c.slack = s
-			return bot, rules, err
+			return slack.New(slack.Options{BotToken: sec.tokens[slackBotToken], AppToken: sec.tokens[slackAppToken], APIURL: s.APIURL, Relay: relay, Log: log,
+				OnConnection: connected(slack.Platform)})
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	if cfg.Discord.Enabled {
-		d := &cfg.Discord
-		mx.SetBotConnected(discord.Platform, false)
-		err := add(discord.Platform, func(relay *bots.Relay) (chatBot, bots.Rules, error) {
-			bot, err := discord.New(discord.Options{Token: sec.tokens[discordToken], ApplicationID: d.ApplicationID, Guilds: d.Guilds,
-				APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: func(up bool) { mx.SetBotConnected(discord.Platform, up) }})
-			if err != nil {
-				return nil, bots.Rules{}, err
-			}
-			rules, err := discordRules(d)
+	if d := &cfg.Discord; d.Enabled {
+		err := add(discord.Platform, func() (bots.Rules, error) { return discordRules(d) }, func(relay *bots.Relay) (chatBot, error) {
 			c.discord = d
-			return bot, rules, err
+			return discord.New(discord.Options{Token: sec.tokens[discordToken], ApplicationID: d.ApplicationID, Guilds: d.Guilds,
+				APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: connected(discord.Platform)})
 		})
 		if err != nil {
 			return nil, err

@@ -114,6 +114,11 @@ type Chat interface {
 	// edits, notes to one person, files).
 	HostileText() string
 	LiveMarkup() []string
+	// Text is the text m shows now, its markup as the platform reads it, once checked
+	// against the platform's limits and rules (nothing cut, code fences closed, nothing
+	// that pings); Code is how text reads inside a code block there.
+	Text(thread string, m Msg) string
+	Code(text string) string
 	// Asks reports whether m has its buttons.
 	Asks(thread string, m Msg) bool
 	// Wait waits until cond holds.

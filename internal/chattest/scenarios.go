@@ -31,6 +31,7 @@ var Scenarios = []Scenario{
 	{"scheduled_run_delivered_to_its_thread", scheduledRunDeliveredToItsThread},
 	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
+	{"write_file_diff_shown", writeFileDiffShown},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {

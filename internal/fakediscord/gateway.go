@@ -225,12 +225,7 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) {
 		Intents *int    `json:"intents"`
 		Shard   *[2]int `json:"shard"`
 	}
-	if json.Unmarshal(d, &id) != nil {
-		c.closeWith(4002, "Error while decoding payload.")
-		return
-	}
-	if !s.tokenOK(id.Token) {
-		c.closeWith(4004, "Authentication failed.")
+	if !decodeAuthed(s, c, d, &id, &id.Token) {
 		return
 	}
 	if id.Intents == nil || *id.Intents < 0 || *id.Intents > allIntents {
@@ -268,18 +263,28 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) {
 	}
 }
 
+// decodeAuthed decodes an identify or resume payload d into v and checks the token it
+// carries (token points into v), closing c as Discord does when either fails; it reports
+// whether the payload goes on.
+func decodeAuthed(s *Server, c *gwConn, d json.RawMessage, v any, token *string) bool {
+	if json.Unmarshal(d, v) != nil {
+		c.closeWith(4002, "Error while decoding payload.")
+		return false
+	}
+	if !s.tokenOK(*token) {
+		c.closeWith(4004, "Authentication failed.")
+		return false
+	}
+	return true
+}
+
 func (s *Server) resume(c *gwConn, d json.RawMessage) {
 	var r struct {
 		Token     string `json:"token"`
 		SessionID string `json:"session_id"`
 		Seq       int64  `json:"seq"`
 	}
-	if json.Unmarshal(d, &r) != nil {
-		c.closeWith(4002, "Error while decoding payload.")
-		return
-	}
-	if !s.tokenOK(r.Token) {
-		c.closeWith(4004, "Authentication failed.")
+	if !decodeAuthed(s, c, d, &r, &r.Token) {
 		return
 	}
 	sess := s.sessions[r.SessionID]

@@ -380,24 +380,30 @@ func (s *Server) WaitCall(ctx context.Context, match func(Call) bool) (Call, err
 
 // WaitCallFrom waits for the first call at index from or later that matches.
 func (s *Server) WaitCallFrom(ctx context.Context, from int, match func(Call) bool) (Call, error) {
+	return waitFrom(ctx, s, from, func() []Call { return s.calls }, match, "call")
+}
+
+// waitFrom waits for the first element at index from or later of the list that items
+// returns (read under s.mu) that matches; what names the list in the error when ctx ends.
+func waitFrom[T any](ctx context.Context, s *Server, from int, items func() []T, match func(T) bool, what string) (T, error) {
 	for {
 		s.mu.Lock()
-		for i := from; i < len(s.calls); i++ {
-			if match(s.calls[i]) {
-				c := s.calls[i]
+		list := items()
+		for i := from; i < len(list); i++ {
+			if match(list[i]) {
+				v := list[i]
 				s.mu.Unlock()
-				return c, nil
+				return v, nil
 			}
 		}
-		if len(s.calls) > from {
-			from = len(s.calls)
-		}
+		from = max(from, len(list))
 		ch := s.changed
 		s.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return Call{}, fmt.Errorf("fakediscord: no matching call: %w", ctx.Err())
+			var zero T
+			return zero, fmt.Errorf("fakediscord: no matching %s: %w", what, ctx.Err())
 		}
 	}
 }
@@ -441,26 +447,7 @@ func (s *Server) FrameCount() int {
 
 // WaitFrameFrom waits for the first client payload at index from or later that matches.
 func (s *Server) WaitFrameFrom(ctx context.Context, from int, match func(Frame) bool) (Frame, error) {
-	for {
-		s.mu.Lock()
-		for i := from; i < len(s.frames); i++ {
-			if match(s.frames[i]) {
-				f := s.frames[i]
-				s.mu.Unlock()
-				return f, nil
-			}
-		}
-		if len(s.frames) > from {
-			from = len(s.frames)
-		}
-		ch := s.changed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return Frame{}, fmt.Errorf("fakediscord: no matching gateway payload: %w", ctx.Err())
-		}
-	}
+	return waitFrom(ctx, s, from, func() []Frame { return s.frames }, match, "gateway payload")
 }
 
 // notify wakes waiters; s.mu must be held.

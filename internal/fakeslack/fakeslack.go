@@ -212,10 +212,15 @@ func (v View) AllMessages() []Message {
 
 // Ephemeral returns the ephemeral messages shown to user.
 func (v View) Ephemeral(user string) []Message {
-	var out []Message
-	for _, m := range v.f.ephemeral {
-		if m.User == user {
-			out = append(out, m)
+	return matching(v.f.ephemeral, func(m Message) bool { return m.User == user })
+}
+
+// matching returns the elements of list that keep takes, in order (nil for none).
+func matching[T any](list []T, keep func(T) bool) []T {
+	var out []T
+	for _, x := range list {
+		if keep(x) {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -229,13 +234,7 @@ func (v View) Views() []json.RawMessage { return append([]json.RawMessage(nil), 
 
 // Calls returns the Web API calls named method ("" for all).
 func (v View) Calls(method string) []Call {
-	var out []Call
-	for _, c := range v.f.calls {
-		if method == "" || c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
+	return matching(v.f.calls, func(c Call) bool { return method == "" || c.Method == method })
 }
 
 // Acked reports whether the envelope was acked, and its payload.

@@ -111,13 +111,7 @@ func (v View) Responses(envelope string) []Response {
 		return nil
 	}
 	url, _ := e.payload.(obj)["response_url"].(string)
-	var out []Response
-	for _, r := range v.f.responses {
-		if r.URL == url {
-			out = append(out, r)
-		}
-	}
-	return out
+	return matching(v.f.responses, func(r Response) bool { return r.URL == url })
 }
 
 // AllResponses returns every answer posted to any response_url.

@@ -29,12 +29,7 @@ func (f *Fake) handleEmbed(w http.ResponseWriter, r *http.Request) {
 		f.loadFor(req.Model, req.Options, req.KeepAlive)
 	}
 	f.mu.Unlock()
-	switch {
-	case !exists:
-		writeError(w, http.StatusNotFound, notFound(req.Model))
-		return
-	case busy:
-		writeError(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded")
+	if refused(w, req.Model, exists, busy) {
 		return
 	}
 	var inputs []string

@@ -263,6 +263,20 @@ func (f *Fake) handleShow(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// refused answers, as Ollama does, a request for a model the server does not have or one
+// that comes while it is busy, and reports whether it did.
+func refused(w http.ResponseWriter, model string, exists, busy bool) bool {
+	switch {
+	case !exists:
+		writeError(w, http.StatusNotFound, notFound(model))
+	case busy:
+		writeError(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded")
+	default:
+		return false
+	}
+	return true
+}
+
 func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req ollama.ChatRequest
@@ -285,13 +299,10 @@ func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	prompt := promptTokens(req.Messages)
+	if refused(w, req.Model, exists, busy) {
+		return
+	}
 	switch {
-	case !exists:
-		writeError(w, http.StatusNotFound, notFound(req.Model))
-		return
-	case busy:
-		writeError(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded")
-		return
 	case loadErr != "":
 		writeError(w, http.StatusInternalServerError, loadErr)
 		return

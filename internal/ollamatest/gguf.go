@@ -266,6 +266,16 @@ func (g *ggufWriter) pad() {
 	}
 }
 
+// array writes the header of an array of n elements of type typ, then each one by put.
+func (g *ggufWriter) array(typ uint32, n int, put func(i int)) {
+	g.u32(ggufArray)
+	g.u32(typ)
+	g.u64(uint64(n))
+	for i := range n {
+		put(i)
+	}
+}
+
 // value writes a metadata value preceded by its type tag.
 func (g *ggufWriter) value(v any) {
 	switch v := v.(type) {
@@ -289,26 +299,11 @@ func (g *ggufWriter) value(v any) {
 		g.u32(ggufString)
 		g.str(v)
 	case []string:
-		g.u32(ggufArray)
-		g.u32(ggufString)
-		g.u64(uint64(len(v)))
-		for _, s := range v {
-			g.str(s)
-		}
+		g.array(ggufString, len(v), func(i int) { g.str(v[i]) })
 	case []float32:
-		g.u32(ggufArray)
-		g.u32(ggufFloat32)
-		g.u64(uint64(len(v)))
-		for _, f := range v {
-			g.f32(f)
-		}
+		g.array(ggufFloat32, len(v), func(i int) { g.f32(v[i]) })
 	case []int32:
-		g.u32(ggufArray)
-		g.u32(ggufInt32)
-		g.u64(uint64(len(v)))
-		for _, i := range v {
-			g.u32(uint32(i))
-		}
+		g.array(ggufInt32, len(v), func(i int) { g.u32(uint32(v[i])) })
 	default:
 		if g.err == nil {
 			g.err = fmt.Errorf("gguf: unsupported metadata type %T", v)

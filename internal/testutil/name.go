@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -15,5 +16,17 @@ func ShortTempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// ResolvedTempDir returns a fresh directory, removed when the test ends, with its symlinks
+// resolved (the temp folder may sit behind a link), as commands.ResolvePath reports a
+// workspace and the daemon stores one.
+func ResolvedTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }

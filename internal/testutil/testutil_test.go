@@ -195,3 +195,32 @@ func TestShortTempDir(t *testing.T) {
 		t.Errorf("%s left after the test: %v", dir, err)
 	}
 }
+
+func TestResolvedTempDir(t *testing.T) {
+	dir := ResolvedTempDir(t)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("ResolvedTempDir = %q: %v", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+		t.Errorf("ResolvedTempDir = %q, which resolves to %q (%v)", dir, real, err)
+	}
+}
+
+func TestCheckContains(t *testing.T) {
+	if r := record(t, func(tb testing.TB) {
+		CheckContains(tb, "output", "one two three", []string{"one", "three"}, []string{"four"})
+	}); r.failed {
+		t.Errorf("CheckContains failed on text that has every wanted piece and no other: %s", r.msg)
+	}
+	r := record(t, func(tb testing.TB) {
+		CheckContains(tb, "output", "one two three", []string{"one", "five"}, []string{"two", "four"})
+	})
+	for _, w := range []string{`output lacks "five"`, `output has "two", which it should leave out`} {
+		if !strings.Contains(r.msg, w) {
+			t.Errorf("CheckContains reported %q; want it to say %s", r.msg, w)
+		}
+	}
+	if strings.Contains(r.msg, `"one"`) || strings.Contains(r.msg, `"four"`) {
+		t.Errorf("CheckContains reported a piece that was as wanted: %q", r.msg)
+	}
+}

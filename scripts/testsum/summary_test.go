@@ -5,9 +5,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 const pkgA = "github.com/agentd/agentd/daemon/a"
+
+// t0 is when the heartbeat tests' events happen; their clocks count from it.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// beating returns a summary with a 30 s beat that has taken in events, all at t0, and
+// what it has printed.
+func beating(events ...event) (*summary, *strings.Builder) {
+	out := &strings.Builder{}
+	s := newSummary(out, "github.com/agentd/agentd/", 30*time.Second)
+	for _, e := range events {
+		s.event(e, t0)
+	}
+	return s, out
+}
 
 // feed runs the JSON lines through run, as main does, and returns what it printed.
 func feed(t *testing.T, lines ...string) (string, bool) {
@@ -89,16 +105,7 @@ func TestSummary(t *testing.T) {
 			if failed != tt.wantFailed {
 				t.Errorf("failed = %v, want %v; output:\n%s", failed, tt.wantFailed, got)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("output lacks %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("output has %q, which it should leave out:\n%s", w, got)
-				}
-			}
+			testutil.CheckContains(t, "output", got, tt.want, tt.notWant)
 		})
 	}
 }
@@ -106,18 +113,13 @@ func TestSummary(t *testing.T) {
 // TestHeartbeatNamesTheRunningTests: a package past one beat says which tests run now,
 // innermost only, and a finished package or a young one says nothing.
 func TestHeartbeatNamesTheRunningTests(t *testing.T) {
-	var out strings.Builder
-	s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, e := range []event{
-		{Action: "start", Package: pkgA},
-		{Action: "run", Package: pkgA, Test: "TestAttack"},
-		{Action: "run", Package: pkgA, Test: "TestAttack/files"},
-		{Action: "run", Package: pkgA, Test: "TestDone"},
-		{Action: "pass", Package: pkgA, Test: "TestDone"},
-	} {
-		s.event(e, t0)
-	}
+	s, out := beating(
+		event{Action: "start", Package: pkgA},
+		event{Action: "run", Package: pkgA, Test: "TestAttack"},
+		event{Action: "run", Package: pkgA, Test: "TestAttack/files"},
+		event{Action: "run", Package: pkgA, Test: "TestDone"},
+		event{Action: "pass", Package: pkgA, Test: "TestDone"},
+	)
 	s.event(event{Action: "start", Package: pkgA + "/young"}, t0.Add(50*time.Second))
 	s.heartbeat(t0.Add(10 * time.Second))
 	if out.Len() != 0 {
@@ -150,20 +152,15 @@ func TestHeartbeatNamesTheRunningTests(t *testing.T) {
 // TestHeartbeatTrustsTheReportLine: test2json holds a parallel test's pass event until the
 // package prints more, so the heartbeat takes the "--- PASS" line as the test's end.
 func TestHeartbeatTrustsTheReportLine(t *testing.T) {
-	var out strings.Builder
-	s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, e := range []event{
-		{Action: "start", Package: pkgA},
-		{Action: "run", Package: pkgA, Test: "TestRealRun"},
-		{Action: "run", Package: pkgA, Test: "TestRealTeam"},
-		{Action: "run", Package: pkgA, Test: "TestRealTeam/sub"},
-		{Action: "output", Package: pkgA, Test: "TestRealRun", Output: "--- PASS: TestRealRun (223.94s)\n"},
-		{Action: "output", Package: pkgA, Test: "TestRealTeam/sub", Output: "    --- FAIL: TestRealTeam/sub (1.00s)\n"},
-		{Action: "output", Package: pkgA, Test: "TestRealTeam", Output: "    --- PASS: TestRealRunner (1.00s)\n"},
-	} {
-		s.event(e, t0)
-	}
+	s, out := beating(
+		event{Action: "start", Package: pkgA},
+		event{Action: "run", Package: pkgA, Test: "TestRealRun"},
+		event{Action: "run", Package: pkgA, Test: "TestRealTeam"},
+		event{Action: "run", Package: pkgA, Test: "TestRealTeam/sub"},
+		event{Action: "output", Package: pkgA, Test: "TestRealRun", Output: "--- PASS: TestRealRun (223.94s)\n"},
+		event{Action: "output", Package: pkgA, Test: "TestRealTeam/sub", Output: "    --- FAIL: TestRealTeam/sub (1.00s)\n"},
+		event{Action: "output", Package: pkgA, Test: "TestRealTeam", Output: "    --- PASS: TestRealRunner (1.00s)\n"},
+	)
 	s.heartbeat(t0.Add(time.Minute))
 	if got, want := out.String(), "1m0s so far, running TestRealTeam\n"; !strings.HasSuffix(got, want) {
 		t.Errorf("heartbeat = %q, want it to end %q: TestRealRun and TestRealTeam/sub have reported", got, want)
@@ -176,7 +173,6 @@ func TestHeartbeatTrustsTheReportLine(t *testing.T) {
 // TestTickKeepsTheScreenAlive: whatever runs, tick prints something at least once a beat,
 // and it does not beat when lines came recently and a beat has not passed.
 func TestTickKeepsTheScreenAlive(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
 		events   []event // all at t0
@@ -193,11 +189,7 @@ func TestTickKeepsTheScreenAlive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out strings.Builder
-			s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
-			for _, e := range tt.events {
-				s.event(e, t0)
-			}
+			s, out := beating(tt.events...)
 			s.lastOut, s.lastBeat = t0.Add(tt.lastOut), t0.Add(tt.lastBeat)
 			s.tick(t0.Add(tt.at))
 			if got := out.String(); got != tt.want {
@@ -213,7 +205,6 @@ func TestLongestSilenceIsABeat(t *testing.T) {
 	var out strings.Builder
 	every := 30 * time.Second
 	s := newSummary(&out, "github.com/agentd/agentd/", every)
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.lastOut, s.lastBeat = t0, t0
 	longest, last := time.Duration(0), t0
 	for sec := 1; sec <= 240; sec++ {

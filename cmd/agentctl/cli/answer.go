@@ -18,17 +18,27 @@ var answerCmd = &command{
 	run: verb(decisionVerbs.runAnswer),
 }
 
+// agentAndText splits AGENT TEXT... (everything after AGENT is the text, so quotes are
+// optional): what names the text, missing asks for it (%s is the agent).
+func agentAndText(pos []string, what, missing string) (ref, text string, err error) {
+	if len(pos) == 0 {
+		return "", "", usagef("missing AGENT and %s", what)
+	}
+	ref, text = pos[0], strings.TrimSpace(strings.Join(pos[1:], " "))
+	if text == "" {
+		return "", "", usagef(missing, ref)
+	}
+	return ref, text, nil
+}
+
 func (a decisionVerbs) runAnswer(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, 1)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("missing AGENT and TEXT")
-	}
-	ref, text := pos[0], strings.TrimSpace(strings.Join(pos[1:], " "))
-	if text == "" {
-		return usagef("missing TEXT: the answer to agent %s's question", ref)
+	ref, text, err := agentAndText(pos, "TEXT", "missing TEXT: the answer to agent %s's question")
+	if err != nil {
+		return err
 	}
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {

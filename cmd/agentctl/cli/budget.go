@@ -84,14 +84,9 @@ func (a agentVerbs) runBudget(ctx context.Context, args []string) error {
 	} else {
 		ag, err = a.api().SetBudget(ctx, ref, req)
 	}
-	if err != nil {
-		return agentErr(ref, err)
-	}
-	if a.json {
-		return a.printJSON(ag)
-	}
-	writeBudget(a.stdout, ag)
-	return nil
+	return printResult(a.app, ag, agentErr(ref, err), func() {
+		writeBudget(a.stdout, ag)
+	})
 }
 
 // writeBudget shows an agent's budget next to what it has used.

@@ -47,12 +47,20 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 // "$ agentctl ls"; $SOCKET is the fake's socket (also in $AGENTD_SOCKET) and $TMP an empty
 // directory. Run with -update to rewrite the files after an intended change.
 func TestGolden(t *testing.T) {
-	f := newFakeDaemon(t)
+	f := newEnvDaemon(t)
 	f.decide = conflictOnP9
-	t.Setenv(api.SocketEnv, f.sock)
 	tmp := testutil.ShortTempDir(t)
 
 	runGoldens(t, f, tmp, "testdata/*.golden")
+}
+
+// newEnvDaemon starts the fake daemon with $AGENTD_SOCKET naming it, as a command line
+// without --socket (a golden file's, a completion script's) finds it.
+func newEnvDaemon(t *testing.T) *fakeDaemon {
+	t.Helper()
+	f := newFakeDaemon(t)
+	t.Setenv(api.SocketEnv, f.sock)
+	return f
 }
 
 // runGoldens runs each golden file matching glob against f, as TestGolden describes.

@@ -11,8 +11,7 @@ import (
 )
 
 func TestComplete(t *testing.T) {
-	f := newFakeDaemon(t)
-	t.Setenv(api.SocketEnv, f.sock)
+	newEnvDaemon(t)
 	tests := []struct {
 		name  string
 		words []string

@@ -62,17 +62,12 @@ func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 	ag, err := a.api().CreateAgent(ctx, api.CreateAgentRequest{
 		Name: *name, Description: *role, Goals: goals, Start: start, Budget: budget,
 	})
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(ag)
-	}
-	fmt.Fprintf(a.stdout, "%s %s\n", ag.ID, ag.Name)
-	if *start {
-		a.note("follow it with: agentctl follow %s", refOf(ag))
-	} else {
-		a.note("agent %s is idle; give it a task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
-	}
-	return nil
+	return printResult(a.app, ag, err, func() {
+		fmt.Fprintf(a.stdout, "%s %s\n", ag.ID, ag.Name)
+		if *start {
+			a.note("follow it with: agentctl follow %s", refOf(ag))
+		} else {
+			a.note("agent %s is idle; give it a task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
+		}
+	})
 }

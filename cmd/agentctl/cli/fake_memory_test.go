@@ -35,14 +35,7 @@ func (f *fakeDaemon) memoryAgent(ref string) (*api.Agent, error) {
 	if ref == "" {
 		return nil, nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, a := range f.agents {
-		if a.ID == ref || a.Name == ref {
-			return a, nil
-		}
-	}
-	return nil, f.noAgent(ref)
+	return f.agent(ref)
 }
 
 // memoryRoutes sets the memory routes of the fake daemon's api.

@@ -78,6 +78,13 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 }
 
 // set changes the fake's canned data or hooks while it serves.
+// newFakeDaemonWith starts the fake daemon with the agent a after its canned ones.
+func newFakeDaemonWith(t *testing.T, a *api.Agent) *fakeDaemon {
+	f := newFakeDaemon(t)
+	f.set(func() { f.agents = append(f.agents, a) })
+	return f
+}
+
 func (f *fakeDaemon) set(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -467,6 +474,9 @@ func wait[T any](t *testing.T, e *eventWriter, ch <-chan T) (T, bool) {
 }
 
 var fixedTime = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+
+// stepAt is when the past steps why, diff and rewind show were decided and checkpointed.
+var stepAt = fixedTime.Add(-25 * time.Minute)
 
 func cannedStatus() api.Status {
 	return api.Status{

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"strings"
 
 	"github.com/agentd/agentd/api"
 )
@@ -24,15 +23,12 @@ func (a decisionVerbs) runFeedback(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("missing AGENT and TEXT")
-	}
-	text := strings.TrimSpace(strings.Join(pos[1:], " "))
-	if text == "" {
-		return usagef("missing TEXT: what should agent %s do instead?", pos[0])
+	ref, text, err := agentAndText(pos, "TEXT", "missing TEXT: what should agent %s do instead?")
+	if err != nil {
+		return err
 	}
 	if api.IsHelp(text) {
-		return usagef("%q asks for help, so it was not sent as feedback: write what agent %s should do instead, in words", text, pos[0])
+		return usagef("%q asks for help, so it was not sent as feedback: write what agent %s should do instead, in words", text, ref)
 	}
-	return a.decide(ctx, pos[0], api.DecideRequest{Kind: api.DecisionFeedback, Feedback: text})
+	return a.decide(ctx, ref, api.DecideRequest{Kind: api.DecisionFeedback, Feedback: text})
 }

@@ -94,13 +94,10 @@ func TestFollowPromptsOnceForAQuestion(t *testing.T) {
 		w.send(api.Event{Seq: 4, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
 	}
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
-	waitOutput(t, s.errOut, "Answer: ", 1)
-	s.typeLine(t, "blue")
+	s.reply(t, "Answer: ", 1, "blue")
 	waitOutput(t, s.out, "state: thinking", 1)
 	close(resultShown)
-	if code := s.exit(t); code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
-	}
+	s.exitOK(t)
 	if n := strings.Count(s.errOut.String(), "Answer: "); n != 1 {
 		t.Errorf("%d Answer: prompts for one question, want 1:\n%s", n, s.errOut)
 	}
@@ -166,12 +163,9 @@ func TestFollowUsesPipedLines(t *testing.T) {
 // for events that had already gone by.
 func TestRunFollowEndsWhenTheRunIsAlreadyOver(t *testing.T) {
 	t.Parallel()
-	f := newFakeDaemon(t)
-	f.set(func() {
-		f.agents = append(f.agents, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateIdle,
-			StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
-		// no f.events: the stream stays open and silent, as the daemon's after a run ended
-	})
+	// No f.events: the stream stays open and silent, as the daemon's after a run ended.
+	f := newFakeDaemonWith(t, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateIdle,
+		StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
 	r := runCLI(t, "", "--socket", f.sock, "run", "count files", "--follow")
 	if r.code != 0 || !strings.Contains(r.stdout, "finished: nothing to do\n") {
 		t.Fatalf("got %v; want exit 0 and the run's end", r)
@@ -239,12 +233,51 @@ func TestFollowWithdrawsAPromptSettledElsewhere(t *testing.T) {
 			s := startFollow(t, "--socket", f.sock, "follow", "walker")
 			waitOutput(t, s.errOut, tt.prompt, 1)
 			close(prompted)
-			if code := s.exit(t); code != 0 {
-				t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
-			}
+			s.exitOK(t)
 			if !strings.Contains(s.errOut.String(), tt.want) {
 				t.Errorf("the prompt was not closed with %q:\n%s", tt.want, s.errOut)
 			}
 		})
+	}
+}
+
+// TestFollowAsksAgainForAProposalWhosePreviewRanAgain: a proposal approved from follow is
+// asked again with its preview run again (the workspace changed): follow shows it again
+// and asks, and each decision names the proposal as it was shown then (its Ref), so the
+// daemon refuses one made from a preview since run again.
+func TestFollowAsksAgainForAProposalWhosePreviewRanAgain(t *testing.T) {
+	t.Parallel()
+	first := walkerProposal("p-20")
+	first.Hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	first.Preview = &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Summary: "changes 1 file (+1 −0)", From: 1, To: 2, ToRoot: "first-root"}}
+	again := *first
+	again.Status = api.ProposalInterrupted
+	again.Preview = &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Summary: "changes 1 file (+1 −1)", From: 3, To: 4, ToRoot: "second-root"}}
+	f := newFakeDaemon(t)
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(api.Event{Seq: 1, Type: api.EventState, AgentID: "a-4", Agent: &api.Agent{ID: "a-4", Name: "walker", State: api.StateThinking}})
+		w.send(api.Event{Seq: 2, Type: api.EventProposal, AgentID: "a-4", Proposal: first})
+		d, ok := wait(t, w, f.decided)
+		if !ok {
+			return
+		}
+		w.send(api.Event{Seq: 3, Type: api.EventDecision, AgentID: "a-4", Decision: &api.Decision{ProposalID: d.ProposalID, Kind: d.Kind, Count: 1, By: d.By, Source: d.Source}})
+		w.send(api.Event{Seq: 4, Type: api.EventResult, AgentID: "a-4", Episode: &api.Episode{Step: 1, ProposalID: "p-20", Command: "list_files", Outcome: "interrupted", Result: "Not applied: the workspace changed since the preview"}})
+		w.send(api.Event{Seq: 5, Type: api.EventProposal, AgentID: "a-4", Proposal: &again,
+			Agent: &api.Agent{ID: "a-4", Name: "walker", State: api.StateAwaitingDecision, Pending: &again}})
+		if _, ok := wait(t, w, f.decided); !ok {
+			return
+		}
+		w.send(api.Event{Seq: 6, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
+	}
+	s := startFollow(t, "--socket", f.sock, "follow", "walker")
+	s.reply(t, approvePrompt, 1, "y")
+	waitOutput(t, s.out, "changes 1 file (+1 −1)", 1)
+	s.reply(t, approvePrompt, 2, "y")
+	s.exitOK(t)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.decisions) != 2 || f.decisions[0].Hash != first.Ref() || f.decisions[1].Hash != again.Ref() || first.Ref() == again.Ref() {
+		t.Errorf("decisions %+v: want the first naming ref %s, the second %s", f.decisions, first.Ref(), again.Ref())
 	}
 }

@@ -40,6 +40,24 @@ func (s *session) typeLine(t *testing.T, line string) {
 	}
 }
 
+// approvePrompt is what follow asks when a proposal waits for a decision.
+const approvePrompt = "Approve? [y / y -N / y! / n / n! / feedback / ?]: "
+
+// reply types line once stderr shows prompt the nth time.
+func (s *session) reply(t *testing.T, prompt string, n int, line string) {
+	t.Helper()
+	waitOutput(t, s.errOut, prompt, n)
+	s.typeLine(t, line)
+}
+
+// exitOK waits for follow to end and fails the test unless it exits 0.
+func (s *session) exitOK(t *testing.T) {
+	t.Helper()
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+	}
+}
+
 func (s *session) exit(t *testing.T) int {
 	t.Helper()
 	select {
@@ -86,13 +104,9 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
-	waitOutput(t, s.errOut, "Approve? [y / y -N / y! / n / n! / feedback / ?]: ", 1)
-	s.typeLine(t, "y -3")
-	waitOutput(t, s.errOut, "Answer: ", 1)
-	s.typeLine(t, "blue")
-	if code := s.exit(t); code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
-	}
+	s.reply(t, approvePrompt, 1, "y -3")
+	s.reply(t, "Answer: ", 1, "blue")
+	s.exitOK(t)
 
 	f.sent(t, api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 3, By: "tester", Source: "agentctl"},
 		api.AnswerRequest{ProposalID: "p-21", Text: "blue", By: "tester"})
@@ -130,9 +144,8 @@ state: thinking
 // showing "thinking" while the agent waits on a person.
 func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
 	t.Parallel()
-	f := newFakeDaemon(t)
+	f := newFakeDaemonWith(t, &api.Agent{ID: "a-7", Name: "racer", State: api.StateThinking, Task: "look around"})
 	f.set(func() {
-		f.agents = append(f.agents, &api.Agent{ID: "a-7", Name: "racer", State: api.StateThinking, Task: "look around"})
 		f.subscribing = func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -141,8 +154,7 @@ func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
 		}
 	})
 	s := startFollow(t, "--socket", f.sock, "follow", "racer")
-	waitOutput(t, s.errOut, "Approve? [y / y -N / y! / n / n! / feedback / ?]: ", 1)
-	s.typeLine(t, "y")
+	s.reply(t, approvePrompt, 1, "y")
 	select {
 	case d := <-f.decided:
 		if d.ProposalID != "p-70" || d.Kind != api.DecisionApprove {
@@ -174,11 +186,8 @@ func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "a-4")
-	waitOutput(t, s.errOut, "Approve?", 1)
-	s.typeLine(t, "y")
-	if code := s.exit(t); code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
-	}
+	s.reply(t, "Approve?", 1, "y")
+	s.exitOK(t)
 	stderr := s.errOut.String()
 	for _, want := range []string{
 		"note: proposal p-30 was superseded: the run moved on",
@@ -248,9 +257,8 @@ func TestFollowEndsWhenTheAgentFails(t *testing.T) {
 
 func TestRunFollowFollowsTheNewAgent(t *testing.T) {
 	t.Parallel()
-	f := newFakeDaemon(t)
+	f := newFakeDaemonWith(t, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateThinking, Task: "count files"})
 	f.set(func() {
-		f.agents = append(f.agents, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateThinking, Task: "count files"})
 		f.events = func(w *eventWriter, r *http.Request, conn int) {
 			if id := r.PathValue("ref"); id != "a-9" {
 				t.Errorf("followed %q, want the new agent a-9", id)
@@ -387,7 +395,7 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
-	const prompt = "Approve? [y / y -N / y! / n / n! / feedback / ?]: "
+	const prompt = approvePrompt
 	waitOutput(t, s.errOut, prompt, 1)
 	for i, word := range []string{"?", " HELP ", "h"} {
 		s.typeLine(t, word)
@@ -409,14 +417,10 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 		t.Fatalf("help words were sent as %d decisions: %+v", sent, f.decisions)
 	}
 	s.typeLine(t, "y")
-	waitOutput(t, s.errOut, "Answer: ", 1)
-	s.typeLine(t, "?")
+	s.reply(t, "Answer: ", 1, "?")
 	waitOutput(t, s.errOut, "what you send is its answer", 1)
-	waitOutput(t, s.errOut, "Answer: ", 2)
-	s.typeLine(t, "help")
-	if code := s.exit(t); code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
-	}
+	s.reply(t, "Answer: ", 2, "help")
+	s.exitOK(t)
 	// At a question the word help is an answer.
 	f.sent(t, api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 1, By: "tester", Source: "agentctl"},
 		api.AnswerRequest{ProposalID: "p-21", Text: "help", By: "tester"})

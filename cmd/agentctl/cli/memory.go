@@ -148,7 +148,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	tw := table(a.stdout, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
 	for _, m := range hits {
 		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
-			truncate(m.Source, 30), line(m.ID), truncate(why(m.Why), 40), truncate(oneParagraph(m.Text), 70))
+			truncate(m.Source, 30), line(m.ID), truncate(why(m.Why), 40), truncate(m.Text, 70))
 	}
 	return tw.Flush()
 }
@@ -163,7 +163,7 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 	}
 	return printList(a.app, list, "no memories yet", "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT", func(m *api.Memory) string {
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", line(m.ID), line(m.Kind), line(owner(m)), truncate(m.Source, 30),
-			formatTime(m.CreatedAt), truncate(oneParagraph(m.Text), 70))
+			formatTime(m.CreatedAt), truncate(m.Text, 70))
 	})
 }
 

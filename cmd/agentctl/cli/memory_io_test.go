@@ -37,8 +37,7 @@ func writeJSONL(t *testing.T, n, bad int) string {
 // A 100,000-line file streams: it is checked whole, then sent in batches within the
 // API's bounds, every record once, each with its own line number.
 func TestMemoryImportLargeFile(t *testing.T) {
-	f := newFakeDaemon(t)
-	t.Setenv(api.SocketEnv, f.sock)
+	f := newEnvDaemon(t)
 	const n = 100_000
 	path := writeJSONL(t, n, 0)
 	res := runCLI(t, "", "memory", "import", "--agent", "researcher", path)
@@ -69,8 +68,7 @@ func TestMemoryImportLargeFile(t *testing.T) {
 
 // A bad line near the end of a large file stops the import before anything is sent.
 func TestMemoryImportBadLineSendsNothing(t *testing.T) {
-	f := newFakeDaemon(t)
-	t.Setenv(api.SocketEnv, f.sock)
+	f := newEnvDaemon(t)
 	path := writeJSONL(t, 20_000, 19_999)
 	res := runCLI(t, "", "memory", "import", path)
 	want := fmt.Sprintf("%s:19999: field \"time\": \"yesterday\" is not an RFC 3339 time", path)
@@ -83,8 +81,7 @@ func TestMemoryImportBadLineSendsNothing(t *testing.T) {
 }
 
 func TestMemoryImportLineErrors(t *testing.T) {
-	f := newFakeDaemon(t)
-	t.Setenv(api.SocketEnv, f.sock)
+	f := newEnvDaemon(t)
 	cases := []struct {
 		name, line, want string
 	}{

@@ -64,15 +64,10 @@ func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 	// The daemon applies the change only to the workspace the dry run compared.
 	req.DryRun, req.Shown = false, plan.From
 	done, err := a.api().Rewind(ctx, ref, req)
-	if err != nil {
-		return agentErr(ref, err)
-	}
-	if a.json {
-		return a.printJSON(done)
-	}
-	fmt.Fprintf(a.stdout, "%s  rewound %s: %s\n", line(done.Agent), rewindTarget(req, done.Restore.RunID), line(done.Restore.Summary))
-	fmt.Fprintf(a.stdout, "  undo with: agentctl rewind %s --undo %s\n", line(done.Agent), line(done.Undo))
-	return nil
+	return printResult(a.app, done, agentErr(ref, err), func() {
+		fmt.Fprintf(a.stdout, "%s  rewound %s: %s\n", line(done.Agent), rewindTarget(req, done.Restore.RunID), line(done.Restore.Summary))
+		fmt.Fprintf(a.stdout, "  undo with: agentctl rewind %s --undo %s\n", line(done.Agent), line(done.Undo))
+	})
 }
 
 // rewindTarget names what req rewinds to; run is the step's run, as the daemon found it.

@@ -77,7 +77,7 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 	fmt.Fprintln(w, "\nHelpers:")
 	tw := table(w)
 	for _, h := range helpers {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(h.Name), stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(h.Name), stateString(&h), truncate(h.Task, lsTaskMax))
 	}
 	tw.Flush()
 }
@@ -97,7 +97,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 		fmt.Fprintln(w, "\nRuns (latest first):")
 		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
 		for _, r := range ag.Runs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(orDefault(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(orDefault(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(r.Task, 60))
 		}
 		tw.Flush()
 	}

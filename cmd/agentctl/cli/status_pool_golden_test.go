@@ -10,7 +10,7 @@ import (
 // TestStatusPoolGolden renders a pool of two Ollama hosts, one down and one that cannot
 // load one of its models, and the queue of model calls (testdata/pool/*.golden).
 func TestStatusPoolGolden(t *testing.T) {
-	f := newFakeDaemon(t)
+	f := newEnvDaemon(t)
 	f.mu.Lock()
 	f.status.Ollama.Host = "http://127.0.0.1:11434, http://gpu-box:11434"
 	f.status.Ollama.Hosts = []api.OllamaHostStatus{
@@ -25,6 +25,5 @@ func TestStatusPoolGolden(t *testing.T) {
 		{Class: "batch", Queued: 5, Served: 1168, WaitP50MS: 1400, WaitP99MS: 9120, WaitMaxMS: 12000},
 	}
 	f.mu.Unlock()
-	t.Setenv(api.SocketEnv, f.sock)
 	runGoldens(t, f, testutil.ShortTempDir(t), "testdata/pool/*.golden")
 }

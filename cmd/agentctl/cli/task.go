@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"strings"
 
 	"github.com/agentd/agentd/api"
 )
@@ -31,12 +30,9 @@ func (a agentVerbs) runTask(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("missing AGENT and FOLLOW-UP task")
-	}
-	ref, task := pos[0], strings.TrimSpace(strings.Join(pos[1:], " "))
-	if task == "" {
-		return usagef("missing FOLLOW-UP: what should agent %s do next?", ref)
+	ref, task, err := agentAndText(pos, "FOLLOW-UP task", "missing FOLLOW-UP: what should agent %s do next?")
+	if err != nil {
+		return err
 	}
 	ag, err := a.api().TaskRun(ctx, ref, api.TaskRequest{Task: task, Budget: budget})
 	if err != nil {

@@ -206,7 +206,7 @@ func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 	}
 	return printList(a.app, list, "no team runs: start one with agentctl team run FILE TASK (see agentctl help team)",
 		"ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK", func(r *api.TeamRun) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d/%d\t%s", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d/%d\t%s", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, truncate(r.Task, 50))
 		})
 }
 
@@ -246,7 +246,7 @@ func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
 			if v == "" {
 				v = "(empty)"
 			}
-			fmt.Fprintf(w, "  %s: %s\n", k, oneLine(v, 100))
+			fmt.Fprintf(w, "  %s: %s\n", k, truncate(v, 100))
 		}
 		if len(r.Transcript) > 0 {
 			fmt.Fprintln(w, "transcript:")
@@ -292,7 +292,7 @@ func writeTurn(w io.Writer, t, prev *api.TeamTurn) {
 			fmt.Fprintf(w, "    %s(its changes: agentctl diff %s --run %s)\n", strings.Repeat(" ", len(label)), t.AgentID, t.RunID)
 		}
 	case api.TurnConclusion:
-		fmt.Fprintf(w, "    %s = %s\n", t.Mode, oneLine(t.Text, 100))
+		fmt.Fprintf(w, "    %s = %s\n", t.Mode, truncate(t.Text, 100))
 	case api.TurnPhaseEnd:
 		fmt.Fprintf(w, "    phase %s ended (%s): %s\n", t.Phase, t.Mode, t.Text)
 	case api.TurnTransition:
@@ -303,8 +303,5 @@ func writeTurn(w io.Writer, t, prev *api.TeamTurn) {
 		fmt.Fprintf(w, "    (%s) %s\n", t.Kind, t.Text)
 	}
 }
-
-// oneLine is s on one line, cut to n characters.
-func oneLine(s string, n int) string { return truncate(oneParagraph(s), n) }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

@@ -33,32 +33,27 @@ func (a agentVerbs) runWhy(ctx context.Context, args []string) error {
 			return agentErr(ref, aerr) // no such agent, rather than no decision yet
 		}
 	}
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(w)
-	}
-	d, p := &w.Decision, &w.Proposal
-	fmt.Fprintf(a.stdout, "%s  step %d  %s\n", line(w.Agent), p.Step, formatCall(p.Command, p.Args))
-	fmt.Fprintf(a.stdout, "  proposal:  %s (%s)\n", line(p.ID), line(string(p.Status)))
-	fmt.Fprintf(a.stdout, "  decision:  %s at %s\n", line(string(d.Kind)), formatTime(d.At))
-	fmt.Fprintf(a.stdout, "  by:        %s\n", line(cmdWho(d)))
-	if g := w.Grant; g != nil {
-		fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantText()), line(g.State), line(g.Describe()))
-	}
-	if d.Pattern != "" {
-		layer := ""
-		if w.Layer != "" {
-			layer = "  (" + line(w.Layer) + ")"
+	return printResult(a.app, w, err, func() {
+		d, p := &w.Decision, &w.Proposal
+		fmt.Fprintf(a.stdout, "%s  step %d  %s\n", line(w.Agent), p.Step, formatCall(p.Command, p.Args))
+		fmt.Fprintf(a.stdout, "  proposal:  %s (%s)\n", line(p.ID), line(string(p.Status)))
+		fmt.Fprintf(a.stdout, "  decision:  %s at %s\n", line(string(d.Kind)), formatTime(d.At))
+		fmt.Fprintf(a.stdout, "  by:        %s\n", line(cmdWho(d)))
+		if g := w.Grant; g != nil {
+			fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantText()), line(g.State), line(g.Describe()))
 		}
-		fmt.Fprintf(a.stdout, "  pattern:   %s%s\n", line(d.Pattern), layer)
-	}
-	if d.Feedback != "" {
-		fmt.Fprintf(a.stdout, "  feedback:  %s\n", oneParagraph(d.Feedback))
-	}
-	fmt.Fprintf(a.stdout, "  why:       %s\n", line(w.Reason))
-	return nil
+		if d.Pattern != "" {
+			layer := ""
+			if w.Layer != "" {
+				layer = "  (" + line(w.Layer) + ")"
+			}
+			fmt.Fprintf(a.stdout, "  pattern:   %s%s\n", line(d.Pattern), layer)
+		}
+		if d.Feedback != "" {
+			fmt.Fprintf(a.stdout, "  feedback:  %s\n", oneParagraph(d.Feedback))
+		}
+		fmt.Fprintf(a.stdout, "  why:       %s\n", line(w.Reason))
+	})
 }
 
 // cmdWho names who decided: a person and where from, a grant and its maker, or the

@@ -93,9 +93,13 @@ const (
 	// Await: no policy decides, a person is asked. BoundedPreviewAsked: a person
 	// decides a pending proposal whose effect preview ran ahead in the policy's bounded
 	// profile; that change is not theirs to apply: the preview is dropped (reason), and
-	// approving runs the command itself, in the person's profile.
+	// approving runs the command itself, in the person's profile. PreviewRerun: that
+	// preview, run ahead again in the person's profile, is in: it replaces the dropped
+	// one and the person is asked on it (reason), as on a stale preview run again —
+	// of a person only, never the policy.
 	Await               Kind = "await"
 	BoundedPreviewAsked Kind = "bounded_preview_asked"
+	PreviewRerun        Kind = "preview_rerun"
 	// A person's decision or answer.
 	Approve      Kind = "approve"
 	ApproveN     Kind = "approve_n" // y -N: this one and the next N-1
@@ -115,7 +119,8 @@ const (
 	// StartApply starts an approved proposal whose effect preview captured its change:
 	// that change is applied instead of running the command again. PreviewStale: the
 	// workspace changed since the preview, nothing was applied, a person decides again
-	// (reason; Result when its run is over) and approving then runs the command itself.
+	// (reason; Result when its run is over) on the preview run again on the workspace as
+	// it is now, shown to them again.
 	StartApply   Kind = "start_apply"
 	PreviewStale Kind = "preview_stale"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
@@ -161,7 +166,7 @@ const (
 var Kinds = []Kind{
 	Think, ModelDown, InvalidReplies, Previewing,
 	Proposed, ProposedRepeat, ProposedRethink, ProposedLoop,
-	PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked,
+	PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked, PreviewRerun,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw, LateEnd,

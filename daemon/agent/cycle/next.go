@@ -67,7 +67,7 @@ func (t *transition) run() bool {
 		return t.shown()
 	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
-	case PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked, Approve, ApproveN, Deny, GiveFeedback:
+	case PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked, PreviewRerun, Approve, ApproveN, Deny, GiveFeedback:
 		return t.authorized()
 	default:
 		return t.executed()
@@ -197,6 +197,16 @@ func (t *transition) authorized() bool {
 			return false
 		}
 		t.effects = append(t.effects, Effect{Kind: DropPreview, Reason: t.ev.Reason})
+	case PreviewRerun: // paused too: asked once resumed
+		if !act && a != Paused || p != Pending {
+			return false
+		}
+		t.effects = append(t.effects, Effect{Kind: DropPreview, Reason: t.ev.Reason})
+		t.proposal(Interrupted, false)
+		if act {
+			t.agent(AwaitingDecision)
+		}
+		t.effect(ShowProposal) // its message is shown again, as it is asked now
 	case Approve, ApproveN:
 		if !decidable {
 			return false
@@ -348,6 +358,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		}
 		t.proposal(Interrupted, false)
 		t.agent(AwaitingDecision)
+		t.effect(ShowProposal) // its message is shown again, as it is asked now
 	case Withdraw:
 		t.proposal(ProposalFail, true)
 	default:

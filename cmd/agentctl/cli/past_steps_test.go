@@ -1,24 +1,63 @@
 package cli_test
 
+// The commands that look back at a step the agent took: why (who or which rule decided
+// it), diff (what it changed in the workspace) and rewind (putting the workspace back).
+
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/apitest"
 )
+
+// TestWhyGolden runs testdata/why/*.golden: a policy approval by a pattern (text and
+// --json), a person's denial, an agent with no decision yet and an unknown agent.
+func TestWhyGolden(t *testing.T) {
+	f, at := newEnvDaemon(t), stepAt
+	whys := map[string]*api.Why{
+		"researcher": {AgentID: "a-1", Agent: "researcher", Layer: "config",
+			Proposal: api.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "read_file",
+				Args: json.RawMessage(`{"path":"notes.md"}`), Status: api.ProposalSucceeded},
+			Decision: api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "policy",
+				By: "allow pattern read_file(*)", Pattern: "read_file(*)", At: at},
+			Reason: "auto-approved by the allow pattern read_file(*) (config)"},
+		"writer": {AgentID: "a-5", Agent: "writer",
+			Proposal: api.Proposal{ID: "p-9", AgentID: "a-5", Step: 6, Command: "write_file",
+				Args: json.RawMessage(`{"path":"notes/b.md"}`), Status: api.ProposalSucceeded},
+			Decision: api.Decision{ProposalID: "p-9", Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root",
+				Grant: "g-2b", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 1, At: at},
+			Grant: &api.Grant{ID: "g-2b", Kind: api.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, Used: 2,
+				RunID: "r-1", State: api.GrantUsedUp},
+			Reason: "approved by root's y -3 (1 left) (grant g-2b), without asking"},
+		"a-2": {AgentID: "a-2", Agent: "scribe",
+			Proposal: api.Proposal{ID: "p-7", AgentID: "a-2", Step: 1, Command: "execute_shell",
+				Args: json.RawMessage(`{"command":"rm -rf build"}`), Status: api.ProposalDenied},
+			Decision: api.Decision{ProposalID: "p-7", Kind: api.DecisionDeny, Source: "slack", By: "alice", At: at},
+			Reason:   "denied by alice via slack; the run stopped"},
+	}
+	apitest.Handle(&f.api, api.WhyRoute, func(_ context.Context, ref string, _ api.None) (*api.Why, error) {
+		if w, ok := whys[ref]; ok {
+			return w, nil
+		}
+		if ref == "a-3" {
+			return nil, api.Errorf(api.ErrNotFound, "agent builder has no decided proposal yet: `agentctl show builder` shows what it waits for")
+		}
+		return nil, fmt.Errorf("no agent %q: %w", ref, api.ErrNotFound)
+	})
+	runGoldens(t, f, t.TempDir(), "testdata/why/*.golden")
+}
 
 // TestDiffAndRewindGolden runs testdata/rewind/*.golden: a step's diff (named, latest,
 // a bad step, none, an earlier run's by --run, a whole run by --run alone), a rewind with --yes, one with no answer to its question (refused,
 // nothing changed, the fix named), one with no target, one of an earlier run's step (--run), one to before a whole run, one refused while a step runs,
 // and undoing a rewind as JSON.
 func TestDiffAndRewindGolden(t *testing.T) {
-	f := newFakeDaemon(t)
-	t.Setenv(api.SocketEnv, f.sock)
-	at := time.Date(2026, 11, 21, 9, 5, 0, 0, time.UTC)
+	f, at := newEnvDaemon(t), stepAt
 	change := func(step int, summary, diff string) *api.StepChange {
 		return &api.StepChange{AgentID: "a-1", Agent: "researcher", ID: "p-3", RunID: "r-1", Step: step, Kind: "step",
 			Command: "execute_shell", Files: 2, Added: 2, Removed: 1, Summary: summary, At: at,
