@@ -330,13 +330,13 @@ func rewindAgent(ctx context.Context, c *check) bool {
 }
 
 // rewindUnanswered: a rewind question takes one answer, the first click that got this
-// far (a double click, or a second approver's, finds it answered); recorded as a
-// delivery in the "answered" scope, which keeps the last DeliveriesKept answers.
+// far (a double click, or a second approver's, finds it answered); recorded on the
+// question's own row in the store (Bindings.Answer), for as long as it is kept.
 func rewindUnanswered(ctx context.Context, c *check) bool {
 	if !c.rewinding() {
 		return true
 	}
-	first, err := c.r.opt.Bindings.FirstDelivery(ctx, c.ep.a.Platform(), "answered", "rewind\x00"+c.asked.Channel+"\x00"+c.asked.Message)
+	first, err := c.r.opt.Bindings.Answer(ctx, c.ep.a.Platform(), c.asked.Channel, c.asked.Message)
 	switch {
 	case err != nil:
 		c.r.log.Error("bots: recording a rewind's answer; not acting on it", "platform", c.ep.a.Platform(), "err", err)

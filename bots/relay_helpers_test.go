@@ -105,6 +105,23 @@ type memBindings struct {
 	// seen holds the deliveries of each platform and scope, and order them oldest first.
 	seen  map[string]map[string]bool
 	order map[string][]string
+	// answered are the questions answered, as the store marks their rows.
+	answered map[*ChatMessage]bool
+}
+
+func (m *memBindings) Answer(_ context.Context, platform, channel, message string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.answered == nil {
+		m.answered = map[*ChatMessage]bool{}
+	}
+	for _, c := range m.msgs {
+		if c.Platform == platform && c.Channel == channel && c.Message == message && !m.answered[c] {
+			m.answered[c] = true
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (m *memBindings) FirstDelivery(_ context.Context, platform, scope, key string) (bool, error) {

@@ -41,4 +41,8 @@ type Bindings interface {
 	// platform and reports whether it is new there: a redelivery of it reports false,
 	// also after a restart. Each scope keeps its last DeliveriesKept keys.
 	FirstDelivery(ctx context.Context, platform, scope, key string) (bool, error)
+	// Answer records the first answer to the question whose message has id message in
+	// channel and reports whether this is it: a later answer reports false for as long
+	// as the question is kept, also after a restart.
+	Answer(ctx context.Context, platform, channel, message string) (bool, error)
 }

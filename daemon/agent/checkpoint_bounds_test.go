@@ -116,19 +116,36 @@ func TestEachRewindHasAFreshID(t *testing.T) {
 }
 
 // [checkpoints] max_entries bounds the files and folders a checkpoint captures (a
-// million by default), and doctor's checkpoints line says the bound in force.
-func TestMaxEntriesIsAConfigKeyDoctorShows(t *testing.T) {
+// million by default) and min_free_bytes the free disk it leaves on the state dir (512
+// MiB by default); doctor's checkpoints line says the bounds in force.
+func TestCheckpointBoundsAreConfigKeysDoctorShows(t *testing.T) {
 	cfg := config.Default()
 	if got := checkpointOptionsOf(cfg).Store.MaxEntries; got != 1_000_000 {
 		t.Errorf("default max_entries reaches the store as %d, want 1000000", got)
 	}
-	cfg.Checkpoints.MaxEntries = 5000
-	opt := checkpointOptionsOf(cfg)
-	if opt.Store.MaxEntries != 5000 {
-		t.Fatalf("max_entries = 5000 reaches the store as %d", opt.Store.MaxEntries)
+	if got := checkpointOptionsOf(cfg).Store.MinFreeBytes; got != 512<<20 {
+		t.Errorf("default min_free_bytes reaches the store as %d, want 512 MiB", got)
 	}
-	h := newHarness(t, func(o *Options) { o.Checkpoints.On, o.Checkpoints.Store.MaxEntries = true, opt.Store.MaxEntries })
-	if c := h.sup.checkpoints.doctorCheck(context.Background())[0]; !strings.Contains(c.Detail, "at most 5000 files and folders") {
+	cfg.Checkpoints.MaxEntries, cfg.Checkpoints.MinFreeBytes = 5000, 3<<20
+	opt := checkpointOptionsOf(cfg)
+	if opt.Store.MaxEntries != 5000 || opt.Store.MinFreeBytes != 3<<20 {
+		t.Fatalf("max_entries = 5000, min_free_bytes = 3MiB reach the store as %d, %d", opt.Store.MaxEntries, opt.Store.MinFreeBytes)
+	}
+	h := newHarness(t, func(o *Options) { o.Checkpoints.On, o.Checkpoints.Store = true, opt.Store })
+	c := h.sup.checkpoints.doctorCheck(context.Background())[0]
+	if !strings.Contains(c.Detail, "at most 5000 files and folders") {
 		t.Errorf("doctor's checkpoints line does not show max_entries: %+v", c)
+	}
+	if !strings.Contains(c.Detail, "less than 3 MiB free") {
+		t.Errorf("doctor's checkpoints line does not show min_free_bytes: %+v", c)
+	}
+}
+
+// With checkpoints off doctor says the write-deny rules lose their second wall, not only
+// rewinds: nothing puts back a write the sandbox's read-only binds miss.
+func TestDoctorSaysCheckpointsOffLeavesNoSecondWall(t *testing.T) {
+	c := (&checkpoints{}).doctorCheck(context.Background())[0]
+	if c.Status != api.CheckWarn || !strings.Contains(c.Detail, "write-deny rules have no second wall") || !strings.Contains(c.Fix, "enabled = true") {
+		t.Errorf("doctor's line with checkpoints off does not say the deny rules lose their second wall: %+v", c)
 	}
 }

@@ -40,7 +40,7 @@ type CheckpointOptions struct {
 type checkpoints struct {
 	opt CheckpointOptions
 	// rules are an agent's write-deny rules, which each step's change is held to (putBack).
-	rules func(*store.Tx, *store.Agent) commands.PathRules
+	rules func(*store.Tx, *store.Agent) (commands.PathRules, error)
 
 	mu    sync.Mutex
 	open  map[string]*checkpoint.Store // by agent id
@@ -176,6 +176,7 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	var before uint64
 	var keep []uint64
 	var rules commands.PathRules
+	var rulesErr error
 	err := st.View(ctx, func(tx *store.Tx) (err error) {
 		if a, err = tx.Agent(p.AgentID); err != nil {
 			return err
@@ -190,7 +191,7 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 			}
 			before = row.Before
 			if k.rules != nil {
-				rules = k.rules(tx, a)
+				rules, rulesErr = k.rules(tx, a)
 			}
 		} else if !writes(tx, a) {
 			a = nil
@@ -209,7 +210,7 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	if t.err == nil && end {
 		s, _ := k.storeOf(a.ID) // take opened it
 		t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
-		putBack(ctx, s, a.Workspace, rules, checkpoint.ID(before), &t)
+		putBack(ctx, s, a.Workspace, rules, rulesErr, checkpoint.ID(before), &t)
 	}
 	k.mu.Lock()
 	if k.taken == nil {
@@ -404,14 +405,16 @@ func endExactGrants(tx *store.Tx, id string, p *api.Proposal, why string) error 
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
 	return CheckpointOptions{On: c.Enabled, KeepSteps: c.KeepSteps,
-		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries}}
+		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MinFreeBytes: int64(c.MinFreeBytes)}}
 }
 
 // doctorCheck is agentctl doctor's line on the checkpoints: on or off, and the disk they
 // take against their bound.
 func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	if !k.on() {
-		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound, and a y! on a program line binds only the files the line names, not the workspace it runs in",
+		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound, " +
+			"a y! on a program line binds only the files the line names, not the workspace it runs in, and write-deny rules have no second wall " +
+			"(a write the sandbox's read-only binds miss, such as a file new under write_file(*.toml), is not put back)",
 			Fix: "set [checkpoints] enabled = true in the config"}}
 	}
 	entries, err := os.ReadDir(k.opt.Dir)

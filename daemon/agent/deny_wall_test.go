@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // denyWallHarness is a harness with checkpoints and execute_shell in a real sandbox,
@@ -128,5 +130,65 @@ func TestWriteThroughALinkToADeniedFolderIsPutBack(t *testing.T) {
 	ep = runStep(t, h, a)
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "real", "app.toml")); err != nil || string(b) != "safe\n" {
 		t.Errorf("real/app.toml, written through the link config, was not put back: %q, %v\n%s", b, err, ep.Result)
+	}
+}
+
+// A file moved onto a denied path goes back where it was: the denied path gets what it
+// held before (nothing, here) and the moved file its old place, rather than being lost.
+func TestFileMovedOntoADeniedPathGoesBackWhereItWas(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(*.toml)"}, map[string]string{"notes/draft.txt": "mine\n"}, "mv notes/draft.txt app.toml")
+	ep := runStep(t, h, a)
+	if _, err := os.Lstat(filepath.Join(a.Workspace, "app.toml")); !os.IsNotExist(err) {
+		t.Errorf("app.toml after the step: %v, want it put back (gone)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "notes", "draft.txt")); err != nil || string(b) != "mine\n" {
+		t.Errorf("notes/draft.txt, moved onto the denied app.toml, is not back where it was: %q, %v\n%s", b, err, ep.Result)
+	}
+	if want := "put back notes/draft.txt, a file moved onto a denied path, to where it was"; !strings.Contains(ep.Result, want) {
+		t.Errorf("the step's result does not say %q:\n%s", want, ep.Result)
+	}
+}
+
+// A step changing more paths than a diff lists (checkpoint.MaxChanges) still has what
+// it wrote to a denied path put back: the folders the rules hold (or the whole
+// workspace, for a rule starting with a wildcard) are walked, not the cut list.
+func TestDeniedWritePastTheListedChangesIsPutBack(t *testing.T) {
+	for _, tc := range []struct{ name, rule, path string }{
+		{"wildcard_first", "write_file(*.toml)", "zz.toml"},
+		{"rooted_folder", "write_file(zconf/*.env)", "zconf/a.env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, a := denyWallHarness(t, false, []string{tc.rule}, nil,
+				"mkdir many zconf && for i in $(seq 2100); do echo $i > many/f$i.txt; done; echo EVIL > "+tc.path)
+			ep := runStep(t, h, a)
+			if _, err := os.Lstat(filepath.Join(a.Workspace, tc.path)); !os.IsNotExist(err) {
+				t.Errorf("%s, written past the first 2000 changes, after the step: %v, want it put back (gone)\n%s", tc.path, err, ep.Result)
+			}
+			if _, err := os.Stat(filepath.Join(a.Workspace, "many", "f2100.txt")); err != nil {
+				t.Errorf("many/f2100.txt, which no rule denies, was not kept: %v", err)
+			}
+			if want := "put back " + tc.path + ": " + tc.rule + " denies writing it"; !strings.Contains(ep.Result, want) {
+				t.Errorf("the step's result does not say %q:\n%s", want, ep.Result)
+			}
+		})
+	}
+}
+
+// Write-deny rules that cannot be read fail closed: the step's whole change is put
+// back, since nothing tells what it may keep, and its result says so and why.
+func TestUnreadableDenyRulesPutTheWholeStepBack(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(*.toml)"}, map[string]string{"keep.txt": "old\n"}, "echo new > keep.txt; echo ok > notes.txt")
+	h.sup.checkpoints.rules = func(*store.Tx, *store.Agent) (commands.PathRules, error) {
+		return nil, errors.New("permissions table unreadable")
+	}
+	ep := runStep(t, h, a)
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "keep.txt")); err != nil || string(b) != "old\n" {
+		t.Errorf("keep.txt after a step whose rules could not be read: %q, %v; want it put back", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(a.Workspace, "notes.txt")); !os.IsNotExist(err) {
+		t.Errorf("notes.txt after a step whose rules could not be read: %v, want it put back (gone)", err)
+	}
+	if want := "the step's whole change was put back, as it could not be checked against the write-deny rules: permissions table unreadable"; !strings.Contains(ep.Result, want) {
+		t.Errorf("the step's result does not say %q:\n%s", want, ep.Result)
 	}
 }

@@ -50,10 +50,7 @@ func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, decided *api.Decision
 
 // deniedRules are the write-deny rules of agent a, as its sandboxed programs are held to
 // them (sandboxProfile); nil when none.
-func deniedRules(l *live, tx *store.Tx, a *store.Agent) commands.PathRules {
+func deniedRules(l *live, tx *store.Tx, a *store.Agent) (commands.PathRules, error) {
 	prof, err := sandboxProfile(l, tx, a, nil)
-	if err != nil {
-		return nil
-	}
-	return prof.Paths
+	return prof.Paths, err
 }

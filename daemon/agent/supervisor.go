@@ -133,7 +133,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.recordEpisode = episodeRecorder{history: s.episodeHistory, counters: s.stepCounters, memory: s.memoryService}.record
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
-	s.checkpoints = &checkpoints{opt: opt.Checkpoints, rules: func(tx *store.Tx, a *store.Agent) commands.PathRules { return deniedRules(s.live(), tx, a) }}
+	s.checkpoints = &checkpoints{opt: opt.Checkpoints, rules: func(tx *store.Tx, a *store.Agent) (commands.PathRules, error) { return deniedRules(s.live(), tx, a) }}
 	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {
 		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
 	}

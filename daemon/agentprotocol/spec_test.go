@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -198,12 +197,7 @@ func startDaemon(t *testing.T) (*apClient, *model) {
 	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	cfg.Ollama.Hosts, cfg.Ollama.Model = []config.OllamaHost{{URL: fake.URL(), Slots: 1}}, ollamatest.TinyModelName
 	cfg.Memory.Enabled = false
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTP.Listen = ln.Addr().String()
-	ln.Close()
+	cfg.HTTP.Listen = testutil.FreeAddr(t)
 	cfg.HTTP.AgentProtocol = true
 	cfg.HTTP.TokenFile = filepath.Join(t.TempDir(), "token")
 	os.WriteFile(cfg.HTTP.TokenFile, []byte(token), 0o600)

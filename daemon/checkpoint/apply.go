@@ -190,7 +190,7 @@ func (a *applier) within(f, e *entry, st *unix.Stat_t) error {
 // RemoveTree removes name in the folder dir and everything beneath it as a restore
 // does: following no link, a folder made writable before it is emptied.
 func RemoveTree(dir, name string) error {
-	ds, err := openRoot(dir)
+	ds, err := openRoot(dir, nil)
 	if err != nil {
 		return err
 	}
@@ -205,13 +205,13 @@ func RemoveTree(dir, name string) error {
 // the change does not touch: the stale check found it as the change's first checkpoint
 // holds it, so it is the file to link.
 func (a *applier) unchangedFirst(p string) (devIno, bool) {
-	dir, name, err := a.openParent(p)
+	ps, name, err := a.openParent(p)
 	if err != nil {
 		return devIno{}, false
 	}
-	defer unix.Close(dir)
 	var st unix.Stat_t
-	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || kindOf(st.Mode) != kindFile {
+	err = unix.Fstatat(ps.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Join(err, ps.close()) != nil || kindOf(st.Mode) != kindFile {
 		return devIno{}, false
 	}
 	return devIno{st.Dev, st.Ino}, true

@@ -99,7 +99,7 @@ func benchUnchanged(b *testing.B, walk bool) {
 // statWalk lists every folder under ws and stats every entry, one at a time, and
 // returns how many it statted.
 func statWalk(b *testing.B, ws string) int {
-	ds, err := openRoot(ws)
+	ds, err := openRoot(ws, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

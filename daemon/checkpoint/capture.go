@@ -165,7 +165,7 @@ const (
 
 // capture walks ws, with the tree of prev (if any) as the stat cache.
 func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, error) {
-	ds, err := openRoot(ws)
+	ds, err := openRoot(ws, newLendLog(s, ws))
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func racy(e *entry, start int64) bool {
 
 // read reads the file e, hashes it and keeps its content if the store lacks it.
 func (c *capture) read(e *entry) error {
-	fd, err := openFile(c.ds.fd(), e)
+	fd, err := openFile(c.ds, e)
 	if err != nil {
 		c.uncapture(e, "cannot be read: "+err.Error())
 		return nil
@@ -393,7 +393,6 @@ func (c *capture) read(e *entry) error {
 		c.uncapture(e, "changed while it was read")
 		return nil
 	}
-	keepXattrs(e, fd)
 	var tmp string
 	var h hash
 	var n int64

@@ -253,6 +253,35 @@ func TestKillDuringApplyLosesNothing(t *testing.T) {
 	t.Logf("killed at %d steps; recovery finished the apply after %d of them", kills, finished)
 }
 
+// TestKillWhileLendingGivesTheModeBackOnOpen kills a checkpoint of a workspace whose
+// folder and file are locked (mode 000) at every step, those right after access was
+// lent included. Reopening the store gives every mode back, as it finishes a restore, so
+// a crash never leaves what the agent locked open to the daemon's user or anyone.
+func TestKillWhileLendingGivesTheModeBackOnOpen(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	kills := 0
+	for at := 1; ; at++ {
+		dir, ws := t.TempDir(), lockableTempDir(t)
+		writeFiles(t, ws, map[string]string{"locked/in.txt": "inside\n", "locked/deeper/c": "c\n", "f": "a file\n"})
+		for _, p := range []string{"locked/deeper", "locked", "f"} {
+			os.Chmod(filepath.Join(ws, p), 0o000)
+		}
+		want := listing(t, ws)
+		if !runKilled(t, crashSpec{Op: "checkpoint", Store: dir, WS: ws, KillAt: at}) {
+			break
+		}
+		kills++
+		s := reopenAfterKill(t, dir, at)
+		sameListing(t, fmt.Sprintf("kill at step %d: the workspace after reopening", at), listing(t, ws), want)
+		s.Close()
+	}
+	if kills < 3 {
+		t.Fatalf("a checkpoint was killed at %d steps; the hook is not reached", kills)
+	}
+}
+
 // reopenAfterKill opens the store at dir after a kill at step at, recovers it and
 // checks it is whole.
 func reopenAfterKill(t *testing.T, dir string, at int) *Store {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -58,6 +59,9 @@ type Diff struct {
 	// unknown, and a restore cannot undo them.
 	Notices     []Notice
 	MoreNotices int
+
+	src  *Store // the store the trees a (From) and b (To) are in, for Denied
+	a, b hash
 }
 
 // Bounds on a diff: listed changes, the text a file may have to be diffed, and the
@@ -124,7 +128,7 @@ func (s *Store) DiffLive(ctx context.Context, ws string, from ID) (*Diff, error)
 
 // diff compares the trees a and b, leaving out the names skip in the top folder.
 func (s *Store) diff(a, b hash, skip ...string) (*Diff, error) {
-	df := &differ{s: s, d: &Diff{}, skip: nameSet(skip)}
+	df := &differ{s: s, d: &Diff{src: s, a: a, b: b}, skip: nameSet(skip)}
 	if a == b {
 		return df.d, nil
 	}
@@ -144,6 +148,10 @@ type differ struct {
 	path []byte
 	text int             // bytes of unified diff so far
 	skip map[string]bool // names in the workspace's top folder left out
+	// every lists every change, past MaxChanges, without line diffs, and only at and
+	// on the way to the folders under names (all of them when under is nil).
+	every bool
+	under []string
 }
 
 // trees compares two folders' entries, in name order.
@@ -180,6 +188,9 @@ func (df *differ) entry(a, b *entry) error {
 	n := len(df.path)
 	df.path = appendName(df.path, name.name)
 	defer func() { df.path = df.path[:n] }()
+	if df.under != nil && !slices.ContainsFunc(df.under, func(r string) bool { return atOrUnder(string(df.path), r) || atOrUnder(r, string(df.path)) }) {
+		return nil
+	}
 	if k := changeOf(a, b); k != "" {
 		df.add(k, a, b)
 	}
@@ -257,7 +268,7 @@ func (df *differ) add(k ChangeKind, a, b *entry) {
 	} else {
 		d.Files++
 	}
-	if len(d.Changes) >= MaxChanges {
+	if len(d.Changes) >= MaxChanges && !df.every {
 		d.Omitted++
 		return
 	}
@@ -274,7 +285,7 @@ func (df *differ) add(k ChangeKind, a, b *entry) {
 	case a != nil && !a.captured():
 		c.Note = "not captured before: " + a.note
 	}
-	if k != ModeChanged {
+	if k != ModeChanged && !df.every {
 		df.lines(&c, a, b)
 	}
 	d.Changes = append(d.Changes, c)

@@ -27,7 +27,9 @@ var errMoved = errors.New("a folder was moved while the workspace was being read
 // 20,000-deep tree needs no more descriptors than a shallow one.
 type dirStack struct {
 	frames []dirFrame
-	path   []byte // the top folder's path relative to the root ("" for the root)
+	path   []byte   // the top folder's path relative to the root ("" for the root)
+	lends  *lendLog // notes each mode lent before it changes; nil for none
+	ends   bool     // close ends lends: the stack openRoot made, not one borrowing its note
 }
 
 type dirFrame struct {
@@ -38,31 +40,49 @@ type dirFrame struct {
 	back     uint32 // the mode the folder gets when it is left (lent)
 }
 
-// openRoot opens the workspace ws.
-func openRoot(ws string) (*dirStack, error) {
+// openRoot opens the workspace ws, noting in lends each mode lent (nil: none).
+func openRoot(ws string, lends *lendLog) (*dirStack, error) {
 	pfd, err := commands.OpenWorkspaceDir(ws)
 	if err != nil {
 		return nil, err
 	}
 	defer pfd.Close()
-	f, _, err := openDir(int(pfd.Fd()), ".", unix.O_CLOEXEC)
+	ds := &dirStack{lends: lends, ends: true}
+	f, _, err := openDir(ds, int(pfd.Fd()), ".", unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", ws, err)
 	}
-	return &dirStack{frames: []dirFrame{f}}, nil
+	ds.frames = []dirFrame{f}
+	return ds, nil
 }
 
-// openDir opens the folder name in dir (flags added to O_RDONLY|O_DIRECTORY) and
-// returns its frame and its stat, the mode in it the folder's own. A folder the daemon
-// owns but may not read or search (chmod 000, 0200) is lent read and search (lend);
-// the frame then says which mode to put back.
-func openDir(dir int, name string, flags int) (dirFrame, *unix.Stat_t, error) {
+// noter is what notes a mode lent to name in the top folder ("." the top folder
+// itself) before it changes (lendLog.note).
+func (s *dirStack) noter(name string) func(dev, ino uint64, was, set uint32) error {
+	if s.lends == nil {
+		return nil
+	}
+	return func(dev, ino uint64, was, set uint32) error {
+		p := string(s.path)
+		if name != "." {
+			p = s.pathTo(name)
+		}
+		return s.lends.note(p, dev, ino, was, set)
+	}
+}
+
+// openDir opens the folder name in dir, the top folder of ds (flags added to
+// O_RDONLY|O_DIRECTORY) and returns its frame and its stat, the mode in it the folder's
+// own. A folder the daemon owns but may not read or search (chmod 000, 0200) is lent
+// read and search (lend); the frame then says which mode to put back.
+func openDir(ds *dirStack, dir int, name string, flags int) (dirFrame, *unix.Stat_t, error) {
 	flags |= unix.O_RDONLY | unix.O_DIRECTORY
 	f := dirFrame{fd: -1}
+	note := ds.noter(name)
 	fd, err := unix.Openat(dir, name, flags, 0)
 	if err == unix.EACCES {
 		var h int
-		if h, f.back, err = lend(dir, name, 0o500); err == nil {
+		if h, f.back, err = lend(dir, name, 0o500, note); err == nil {
 			f.lent = true
 			if fd, err = unix.Open(procFd(h), flags&^unix.O_NOFOLLOW, 0); err != nil {
 				unix.Chmod(procFd(h), f.back)
@@ -76,13 +96,13 @@ func openDir(dir int, name string, flags int) (dirFrame, *unix.Stat_t, error) {
 	f.fd = fd
 	var st unix.Stat_t
 	err = unix.Fstat(fd, &st)
+	f.dev, f.ino = st.Dev, st.Ino
 	if err == nil && euid != 0 && st.Uid == euid {
-		err = f.need(st.Mode, 0o500) // readable but not searchable (0400): no name in it can be looked at
+		err = f.need(st.Mode, 0o500, note) // readable but not searchable (0400): no name in it can be looked at
 	}
 	if err != nil {
 		return f, nil, errors.Join(err, f.putBack(), unix.Close(fd))
 	}
-	f.dev, f.ino = st.Dev, st.Ino
 	if f.lent {
 		st.Mode = st.Mode&^0o7777 | f.back
 	}
@@ -96,8 +116,9 @@ var euid = uint32(os.Geteuid())
 // permission bits need for the moment it needs them, through an O_PATH handle that
 // cannot follow a link; it returns the handle (to open the same inode through
 // /proc/self/fd and to put the mode back) and the mode name had, which is what a
-// checkpoint records. Something the daemon does not own keeps its mode: EACCES.
-func lend(dir int, name string, need uint32) (h int, mode uint32, err error) {
+// checkpoint records. Something the daemon does not own keeps its mode: EACCES. note,
+// if set, is told first (lendLog).
+func lend(dir int, name string, need uint32, note func(dev, ino uint64, was, set uint32) error) (h int, mode uint32, err error) {
 	if name == "." {
 		h, err = unix.Dup(dir) // the workspace root's O_PATH handle: "." is not looked up in a folder locked to search
 	} else {
@@ -114,7 +135,13 @@ func lend(dir int, name string, need uint32) (h int, mode uint32, err error) {
 		case k != kindDir && k != kindFile || st.Uid != euid:
 			err = unix.EACCES
 		case mode&need != need:
-			err = unix.Chmod(procFd(h), mode|need)
+			if note != nil {
+				err = note(st.Dev, st.Ino, mode, mode|need)
+			}
+			if err == nil {
+				err = unix.Chmod(procFd(h), mode|need)
+				step()
+			}
 		}
 	}
 	if err != nil {
@@ -124,22 +151,29 @@ func lend(dir int, name string, need uint32) (h int, mode uint32, err error) {
 	return h, mode, nil
 }
 
-// openFile opens the regular file e in dir to read it. A file the daemon owns but may
-// not read (chmod 000) is lent read permission for the open only: lending moves its
-// ctime, which e takes (marked racy, so the next checkpoint reads it again) once the
-// file is checked to be the one e was statted as.
-func openFile(dir int, e *entry) (int, error) {
+// openFile opens the regular file e in the top folder of ds to read it, and keeps its
+// extended attributes in e (keepXattrs). A file the daemon owns but may not read
+// (chmod 000) is lent read permission for the open and the attributes only: lending
+// moves its ctime, which e takes (marked racy, so the next checkpoint reads it again)
+// once the file is checked to be the one e was statted as.
+func openFile(ds *dirStack, e *entry) (int, error) {
 	const flags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	dir := ds.fd()
 	fd, err := unix.Openat(dir, e.name, flags|unix.O_NOFOLLOW, 0)
 	if err != unix.EACCES {
+		if err == nil {
+			keepXattrs(e, fd)
+		}
 		return fd, err
 	}
-	h, mode, err := lend(dir, e.name, 0o400)
+	h, mode, err := lend(dir, e.name, 0o400, ds.noter(e.name))
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(h)
-	fd, err = unix.Open(procFd(h), flags, 0)
+	if fd, err = unix.Open(procFd(h), flags, 0); err == nil {
+		keepXattrs(e, fd) // while they may be read
+	}
 	err = errors.Join(err, unix.Chmod(procFd(h), mode))
 	var st unix.Stat_t
 	if err == nil {
@@ -177,14 +211,19 @@ func (s *dirStack) need(bits uint32) error {
 	if err := unix.Fstat(f.fd, &st); err != nil {
 		return err
 	}
-	return f.need(st.Mode, bits)
+	return f.need(st.Mode, bits, s.noter("."))
 }
 
 // need gives the frame's folder (mode mode) the permission bits it lacks, keeping its
-// own mode to put back.
-func (f *dirFrame) need(mode, bits uint32) error {
+// own mode to put back; note, if set, is told first.
+func (f *dirFrame) need(mode, bits uint32, note func(dev, ino uint64, was, set uint32) error) error {
 	if mode&bits == bits {
 		return nil
+	}
+	if note != nil {
+		if err := note(f.dev, f.ino, mode&0o7777, mode&0o7777|bits); err != nil {
+			return err
+		}
 	}
 	if err := unix.Fchmod(f.fd, mode&0o7777|bits); err != nil {
 		return err
@@ -208,16 +247,17 @@ func (s *dirStack) fd() int { return s.frames[len(s.frames)-1].fd }
 // push opens the folder name in the top folder and makes it the top. It fails on
 // anything that is not a folder, a symlink to one included.
 // The stat's mode is the folder's own, not the one lent (openDir). A folder lent
-// access keeps its descriptor, so its mode can be put back.
+// access past the window is closed like any other: it keeps the mode lent until it is
+// reopened from its child's "..", which that mode allows, and left (pop).
 func (s *dirStack) push(name string) (*unix.Stat_t, error) {
-	f, st, err := openDir(s.fd(), name, unix.O_NOFOLLOW|unix.O_CLOEXEC)
+	f, st, err := openDir(s, s.fd(), name, unix.O_NOFOLLOW|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
 	f.pathLen = len(s.path)
 	s.frames = append(s.frames, f)
 	s.path = appendName(s.path, name)
-	if k := len(s.frames) - 1 - openWindow; k >= 1 && s.frames[k].fd >= 0 && !s.frames[k].lent {
+	if k := len(s.frames) - 1 - openWindow; k >= 1 && s.frames[k].fd >= 0 {
 		unix.Close(s.frames[k].fd)
 		s.frames[k].fd = -1
 	}
@@ -250,15 +290,20 @@ func (s *dirStack) pop() error {
 	return nil
 }
 
-// close puts back the modes lent and closes every descriptor the stack holds.
+// close leaves every folder as pop does, so each folder lent access gets its mode back,
+// those past the window too, and closes every descriptor the stack holds.
 func (s *dirStack) close() error {
 	var err error
-	for i := len(s.frames) - 1; i >= 0; i-- {
-		if f := &s.frames[i]; f.fd >= 0 {
-			err = errors.Join(err, f.putBack(), unix.Close(f.fd))
-		}
+	for len(s.frames) > 1 {
+		err = errors.Join(err, s.pop())
+	}
+	if f := &s.frames[0]; len(s.frames) == 1 && f.fd >= 0 {
+		err = errors.Join(err, f.putBack(), unix.Close(f.fd))
 	}
 	s.frames = nil
+	if s.ends {
+		err = errors.Join(err, s.lends.done(err == nil)) // kept after a failure: the next open gives back what is left
+	}
 	return err
 }
 

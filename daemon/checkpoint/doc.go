@@ -48,6 +48,7 @@
 //	                            and folder listings (trees)
 //	<dir>/checkpoints/<id>      one record per checkpoint, id in 20 decimal digits
 //	<dir>/restore               the journal of a restore under way
+//	<dir>/lent                  the modes a walk lent itself access over, to give back
 //	<dir>/tmp/                  files being written; emptied by Open
 //
 // Numbers are varints (encoding/binary: uvarint, or zig-zag varint where marked), and
@@ -94,6 +95,13 @@
 // checked against their hash and renamed into place; then one syncfs, then the journal
 // is removed. Each step looks at the workspace as it is, so running it again is
 // harmless: after a crash, Recover (or the next call) runs it again to the end.
+//
+// A daemon that is not root lends itself, as owner, access to what the agent locked by
+// its mode (dirs.go lend). Each lend is first appended to <dir>/lent ("agentd-lent 1\n",
+// then per lend the workspace path, the path in it, device, inode, the mode it had and
+// the mode lent) and synced; the note is removed once every mode is back. Open gives
+// each path noted its mode back, if it is still that inode at the mode lent, before it
+// finishes a restore.
 //
 // Retention keeps at most KeepCount checkpoints whose objects together fit in
 // MaxStoreBytes, the newest and the held ones (Hold: the daemon holds its agent's latest

@@ -199,7 +199,7 @@ func readBack(t *testing.T, dir int, name, want string) {
 // removeDeep removes the deep tree with the package's own remover: os.RemoveAll holds
 // a descriptor per level.
 func removeDeep(t *testing.T, ws string) {
-	ds, err := openRoot(ws)
+	ds, err := openRoot(ws, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,14 +94,158 @@ func TestLendingAccessIsRefusedForWhatTheDaemonDoesNotOwn(t *testing.T) {
 	if err := unix.Stat("/root", &before); err != nil || before.Mode&0o005 == 0o005 {
 		t.Skipf("no folder here that another user owns and others may not read (/root: %v, mode %o)", err, before.Mode)
 	}
-	if _, _, err := lend(dir, "root", 0o500); err != unix.EACCES {
+	if _, _, err := lend(dir, "root", 0o500, nil); err != unix.EACCES {
 		t.Errorf("lending access to /root: %v, want %v", err, unix.EACCES)
 	}
-	if _, _, err := openDir(dir, "root", unix.O_NOFOLLOW|unix.O_CLOEXEC); err == nil || !strings.Contains(err.Error(), "permission denied") {
+	if _, _, err := openDir(&dirStack{}, dir, "root", unix.O_NOFOLLOW|unix.O_CLOEXEC); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("opening /root: %v, want permission denied", err)
 	}
 	unix.Stat("/root", &after)
 	if after.Mode != before.Mode {
 		t.Errorf("/root's mode went from %o to %o", before.Mode, after.Mode)
 	}
+}
+
+// A chain of locked folders deeper than the open-descriptor window is captured and
+// restored with no more descriptors than an unlocked one (the test lowers the limit
+// below the chain's depth): a folder lent access past the window is closed too,
+// reopened from its child's "..", and still gets its mode back.
+func TestLockedFoldersPastTheOpenWindowHoldNoDescriptor(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	ws := lockableTempDir(t)
+	s := openStore(t, Options{})
+	var dirs []string
+	for p, i := ws, 0; i < 6*openWindow; i++ {
+		p = filepath.Join(p, "d")
+		dirs = append(dirs, p)
+	}
+	leaf := filepath.Join(dirs[len(dirs)-1], "leaf.txt")
+	writeFiles(t, ws, map[string]string{strings.TrimPrefix(leaf, ws+"/"): "before\n"})
+	lock := func(mode uint32) {
+		for i := range dirs {
+			if mode == 0 {
+				i = len(dirs) - 1 - i // deepest first, while its parents can still be searched
+			}
+			if err := unix.Chmod(dirs[i], mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stillLocked := func(what string) {
+		t.Helper()
+		for i, d := range dirs {
+			var st unix.Stat_t
+			if err := unix.Stat(d, &st); err != nil || st.Mode&0o7777 != 0 {
+				t.Fatalf("%s: folder %d of the chain has mode %o (%v), want 000 put back", what, i+1, st.Mode&0o7777, err)
+			}
+			unix.Chmod(d, 0o700)
+		}
+		lock(0)
+	}
+	lock(0)
+	var was unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &was); err != nil {
+		t.Fatal(err)
+	}
+	low := was
+	low.Cur = uint64(len(dirs)) - openWindow
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &was)
+
+	c := mustCheckpoint(t, s, ws)
+	if c.Partial || len(c.Notices) != 0 {
+		t.Fatalf("checkpoint of a locked chain %d folders deep left things out: %+v", len(dirs), c.Notices)
+	}
+	stillLocked("after the checkpoint")
+	lock(0o700)
+	if err := os.WriteFile(leaf, []byte("after\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lock(0)
+	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
+		t.Fatalf("restore of a locked chain %d folders deep: %v", len(dirs), err)
+	}
+	stillLocked("after the restore")
+	lock(0o700)
+	if b, err := os.ReadFile(leaf); err != nil || string(b) != "before\n" {
+		t.Errorf("the leaf after the restore: %q, %v; want %q", b, err, "before\n")
+	}
+}
+
+// A restore puts back the extended attributes of a file its owner (the daemon) locked
+// (mode 000), lending itself access for the moment, and the file keeps its mode.
+func TestRestorePutsBackTheExtendedAttributesOfALockedFile(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	ws := lockableTempDir(t)
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a.txt": "one\n"})
+	p := filepath.Join(ws, "a.txt")
+	if err := unix.Setxattr(p, "user.kept", []byte("1"), 0); err != nil {
+		t.Skipf("no user extended attributes here: %v", err)
+	}
+	unix.Chmod(p, 0o000)
+	c := mustCheckpoint(t, s, ws)
+	unix.Chmod(p, 0o600)
+	unix.Setxattr(p, "user.kept", []byte("changed"), 0)
+	unix.Chmod(p, 0o000)
+	r, err := s.Restore(ctx, ws, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil || st.Mode&0o7777 != 0 {
+		t.Errorf("a.txt after the restore: mode %o (%v), want 000 kept", st.Mode&0o7777, err)
+	}
+	unix.Chmod(p, 0o600)
+	v := make([]byte, 64)
+	n, err := unix.Getxattr(p, "user.kept", v)
+	if got := string(v[:max(n, 0)]); err != nil || got != "1" {
+		t.Errorf("user.kept of the locked a.txt after the restore = %q (%v), want %q put back; notices %+v", got, err, "1", r.Notices)
+	}
+}
+
+// A hard link whose first name is in a folder its owner locked (000) is captured and
+// restored as a link of it: a restore reaches the first name through the locked folder
+// the way it reached it to restore it.
+func TestHardLinksIntoALockedFolderAreRestored(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	ws := lockableTempDir(t)
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a-locked/deeper/first": "shared\n", "z/keep": "k\n"})
+	if err := os.Link(filepath.Join(ws, "a-locked/deeper/first"), filepath.Join(ws, "z/second")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a-locked/deeper", "a-locked"} {
+		unix.Chmod(filepath.Join(ws, p), 0o000)
+	}
+	want := listing(t, ws)
+	c := mustCheckpoint(t, s, ws)
+	if c.Partial || len(c.Notices) != 0 {
+		t.Fatalf("checkpoint left things out: %+v", c.Notices)
+	}
+	for _, p := range []string{"a-locked", "a-locked/deeper"} {
+		unix.Chmod(filepath.Join(ws, p), 0o755)
+	}
+	os.Remove(filepath.Join(ws, "z/second"))
+	os.Remove(filepath.Join(ws, "a-locked/deeper/first"))
+	writeFiles(t, ws, map[string]string{"a-locked/deeper/first": "rewritten\n", "z/second": "apart\n"})
+	for _, p := range []string{"a-locked/deeper", "a-locked"} {
+		unix.Chmod(filepath.Join(ws, p), 0o000)
+	}
+	r, err := s.Restore(ctx, ws, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Notices) != 0 {
+		t.Errorf("the restore left things as they were: %+v", r.Notices)
+	}
+	sameListing(t, "after the restore", listing(t, ws), want)
 }

@@ -209,12 +209,25 @@ func (a *applier) meta(e, c *entry, err error) error {
 	if e.flags&flagXattrs == 0 && (e.xattrs != "" || c == nil || c.xattrs == "") {
 		return nil // none to set, and none known to remove
 	}
-	fd, err := unix.Openat(a.ds.fd(), e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
+	const flags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := unix.Openat(a.ds.fd(), e.name, flags|unix.O_NOFOLLOW, 0)
+	if err == unix.ELOOP {
 		return nil // a symlink's are the system's
 	}
-	defer unix.Close(fd)
-	if err := putXattrs(e, fd); err != nil {
+	if err == nil {
+		err = errors.Join(putXattrs(e, fd), unix.Close(fd))
+	}
+	if errors.Is(err, unix.EACCES) { // locked by its owner, the daemon (000, 0400): lent read and write for the moment
+		var h int
+		var mode uint32
+		if h, mode, err = lend(a.ds.fd(), e.name, 0o600, a.ds.noter(e.name)); err == nil {
+			if fd, err = unix.Open(procFd(h), flags, 0); err == nil {
+				err = errors.Join(putXattrs(e, fd), unix.Close(fd))
+			}
+			err = errors.Join(err, unix.Chmod(procFd(h), mode), unix.Close(h))
+		}
+	}
+	if err != nil {
 		a.notes.add(a.ds.pathTo(e.name), "its extended attributes could not all be put back ("+err.Error()+")", false)
 	}
 	return nil

@@ -3,7 +3,9 @@ package checkpoint
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -39,17 +41,7 @@ func (d *Diff) DeniedWrites(ws string, rules commands.PathRules) []DeniedWrite {
 	if rules == nil {
 		return nil
 	}
-	var roots []string
-	aliases := map[string]string{} // a rule's folder as the workspace's links resolve it → the folder
-	for _, r := range rules.WriteRoots() {
-		if r == "." {
-			continue
-		}
-		roots = append(roots, r)
-		if real, err := commands.ResolveLinks(ws, r); err == nil && real != r {
-			aliases[real] = r
-		}
-	}
+	roots, aliases := writeRoots(ws, rules)
 	var out []DeniedWrite
 	for _, c := range d.Changes {
 		if n := len(out); n > 0 && strings.HasPrefix(c.Path, out[n-1].Path+"/") {
@@ -80,6 +72,144 @@ func (d *Diff) DeniedWrites(ws string, rules commands.PathRules) []DeniedWrite {
 		}
 	}
 	return out
+}
+
+// writeRoots are the folders rules hold against writes but the whole workspace, and
+// those of them the links in ws resolve elsewhere: the folder they resolve to → the
+// folder.
+func writeRoots(ws string, rules commands.PathRules) (roots []string, aliases map[string]string) {
+	aliases = map[string]string{}
+	for _, r := range rules.WriteRoots() {
+		if r == "." {
+			continue
+		}
+		roots = append(roots, r)
+		if real, err := commands.ResolveLinks(ws, r); err == nil && real != r {
+			aliases[real] = r
+		}
+	}
+	return roots, aliases
+}
+
+// atOrUnder says whether the workspace path p is dir or inside it ("." holds all).
+func atOrUnder(p, dir string) bool {
+	return dir == "." || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// Denied is what d, a change between two checkpoints of the store, wrote that rules
+// deny writing, ws being the workspace as d's end holds it (DeniedWrites), whatever
+// d.Omitted: past the changes d lists, every change at and on the way to the folders the
+// rules hold is walked. Moved are the paths a file moved onto a denied path came from
+// (the same content and inode there before, nothing there after): a put back of the
+// denied paths alone would lose the file, so they are put back too.
+func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) (denied []DeniedWrite, moved []string, err error) {
+	if rules == nil {
+		return nil, nil, nil
+	}
+	if d.src == nil {
+		return nil, nil, errors.New("the change was not read from a checkpoint store")
+	}
+	s := d.src
+	err = s.begin(ctx)
+	defer s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := readEach(s.readTree, d.a, d.b)
+	if err != nil {
+		return nil, nil, err
+	}
+	all := d
+	if d.Omitted > 0 {
+		df := &differ{s: s, d: &Diff{}, every: true}
+		if !slices.Contains(rules.WriteRoots(), ".") {
+			roots, aliases := writeRoots(ws, rules)
+			df.under = append(roots, slices.Collect(maps.Keys(aliases))...)
+		}
+		if err := df.trees(t[0], t[1]); err != nil {
+			return nil, nil, err
+		}
+		all = df.d
+	}
+	denied = all.DeniedWrites(ws, rules)
+	g := grafter{s}
+	onto := map[fileID]bool{}
+	for _, w := range denied {
+		if e, err := g.at(t[1], w.Path); err != nil {
+			return nil, nil, err
+		} else if id, ok := idOf(e); ok && !w.Link {
+			onto[id] = true
+		}
+	}
+	if len(onto) > 0 {
+		err = g.vanished(t[0], t[1], onto, nil, &moved)
+	}
+	return denied, moved, err
+}
+
+// fileID is a captured file by content and inode: what a rename keeps.
+type fileID struct {
+	hash     hash
+	ino, dev uint64
+}
+
+func idOf(e *entry) (fileID, bool) {
+	if e == nil || e.kind != kindFile || !e.captured() || e.ino == 0 {
+		return fileID{}, false
+	}
+	return fileID{e.hash, e.ino, e.dev}, true
+}
+
+// at is the entry of tree t at the workspace path p, nil when there is none.
+func (g grafter) at(t tree, p string) (*entry, error) {
+	names := strings.Split(p, "/")
+	for i, name := range names {
+		e := t.find(name)
+		if e == nil || i == len(names)-1 {
+			return e, nil
+		}
+		if e.kind != kindDir || !e.captured() {
+			return nil, nil
+		}
+		var err error
+		if t, err = g.s.subtree(e); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// vanished adds to out the paths (under path) of the files in ids that tree then holds
+// and tree now does not hold there.
+func (g grafter) vanished(then, now tree, ids map[fileID]bool, path []byte, out *[]string) error {
+	for i := range then {
+		e := &then[i]
+		n := now.find(e.name)
+		p := appendName(slices.Clip(path), e.name)
+		if id, ok := idOf(e); ok && ids[id] {
+			if m, _ := idOf(n); m != id {
+				*out = append(*out, string(p))
+			}
+			continue
+		}
+		if e.kind != kindDir || !e.captured() || sameFolder(e, n) {
+			continue
+		}
+		sub, err := g.s.subtree(e)
+		if err != nil {
+			return err
+		}
+		var subNow tree
+		if n != nil && n.kind == kindDir && n.captured() {
+			if subNow, err = g.s.subtree(n); err != nil {
+				return err
+			}
+		}
+		if err := g.vanished(sub, subNow, ids, p, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PutBack puts the workspace paths named back as checkpoint before holds them, and

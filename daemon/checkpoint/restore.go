@@ -173,7 +173,7 @@ func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 // and given its mode back after, then syncs its filesystem.
 func (a *applier) in(ws string, fn func() error) error {
 	var err error
-	if a.ds, err = openRoot(ws); err != nil {
+	if a.ds, err = openRoot(ws, newLendLog(a.s, ws)); err != nil {
 		return err
 	}
 	defer a.ds.close()
@@ -416,13 +416,13 @@ func (a *applier) link(e *entry, st *unix.Stat_t, live kind) error {
 	if live == kindFile && st.Dev == first.dev && st.Ino == first.ino {
 		return nil
 	}
-	dir, name, err := a.openParent(e.target)
+	ps, name, err := a.openParent(e.target)
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
-	defer unix.Close(dir)
 	tmp := tempPrefix + randid.Hex(12)
-	if err := unix.Linkat(dir, name, a.ds.fd(), tmp, 0); err != nil {
+	if err := errors.Join(unix.Linkat(ps.fd(), name, a.ds.fd(), tmp, 0), ps.close()); err != nil {
+		unix.Unlinkat(a.ds.fd(), tmp, 0)
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
 	var now unix.Stat_t
@@ -433,23 +433,23 @@ func (a *applier) link(e *entry, st *unix.Stat_t, live kind) error {
 	return a.replace(tmp, e.name, live)
 }
 
-// openParent opens the folder holding the workspace path p, from the root, following
-// no symlink, and returns it with p's last name.
-func (a *applier) openParent(p string) (int, string, error) {
+// openParent opens the folder holding the workspace path p, from the root, as a stack
+// of its own: following no symlink, and lending access to folders their owner, the
+// daemon, locked, until it is closed. It returns it with p's last name.
+func (a *applier) openParent(p string) (*dirStack, string, error) {
 	names := strings.Split(p, "/")
-	fd, err := unix.Dup(a.ds.frames[0].fd)
+	root := a.ds.frames[0]
+	fd, err := unix.Dup(root.fd)
 	if err != nil {
-		return -1, "", err
+		return nil, "", err
 	}
+	ps := &dirStack{frames: []dirFrame{{fd: fd, dev: root.dev, ino: root.ino}}, lends: a.ds.lends}
 	for _, n := range names[:len(names)-1] {
-		next, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, "", err
+		if _, err := ps.push(n); err != nil {
+			return nil, "", errors.Join(err, ps.close())
 		}
-		fd = next
 	}
-	return fd, names[len(names)-1], nil
+	return ps, names[len(names)-1], nil
 }
 
 // fifo makes e's name a new fifo with e's mode.

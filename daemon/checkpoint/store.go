@@ -247,6 +247,9 @@ func (s *Store) open() error {
 	for _, n := range names {
 		unix.Unlinkat(s.tm, n, 0)
 	}
+	if err := recoverLent(s.root); err != nil { // before a restore is finished: it lends again what it needs
+		return err
+	}
 	s.pending, err = s.readJournal()
 	s.watch = newWatcher()
 	return err

@@ -22,10 +22,14 @@ type CheckpointsConfig struct {
 	// MaxEntries bounds the files and folders one checkpoint captures: past it the rest
 	// of the workspace is not captured, and the step's result says what was left out.
 	MaxEntries int `toml:"max_entries"`
+	// MinFreeBytes is the free disk kept on the state directory's file system: new
+	// content that would leave less is not captured, and the step says so, so
+	// checkpoints never fill the disk the store and the logs need.
+	MinFreeBytes Size `toml:"min_free_bytes"`
 }
 
 func defaultCheckpoints() CheckpointsConfig {
-	return CheckpointsConfig{Enabled: true, Keep: 100, KeepSteps: 10, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20, MaxEntries: 1_000_000}
+	return CheckpointsConfig{Enabled: true, Keep: 100, KeepSteps: 10, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20, MaxEntries: 1_000_000, MinFreeBytes: 512 << 20}
 }
 
 func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
@@ -43,5 +47,22 @@ func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
 	}
 	if c.MaxEntries < 1000 {
 		bad("checkpoints.max_entries", "must be at least 1000 files and folders captured per checkpoint, got %d", c.MaxEntries)
+	}
+	if c.MinFreeBytes < 1<<20 {
+		bad("checkpoints.min_free_bytes", "must be at least 1MiB of free disk kept on the state directory's file system (the default is 512MiB), got %d bytes", int64(c.MinFreeBytes))
+	}
+}
+
+// checkpointWarnings says deny rules lose their second wall with checkpoints off: each step's
+// change is held to the write-deny rules by putting back, from the step's checkpoint,
+// what the sandbox's read-only binds missed.
+func (c *Config) checkpointWarnings(warn func(key, format string, args ...any)) {
+	deny := len(c.Permissions.Deny) > 0
+	for _, o := range c.Agents {
+		deny = deny || len(o.Deny) > 0
+	}
+	if !c.Checkpoints.Enabled && deny {
+		warn("checkpoints.enabled", "is false, so the deny rules have no second wall: a write the sandbox's read-only binds miss "+
+			"(a file new under a rule such as write_file(*.toml), or in a folder made during the step) is not put back; set enabled = true")
 	}
 }

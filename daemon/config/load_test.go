@@ -1,6 +1,10 @@
 package config
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,7 +77,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	want.Schedules = SchedulesConfig{Grace: Duration{2 * time.Minute}, KeepAgents: 4}
 	want.Teams = TeamsConfig{Dir: "/srv/agentd/teams"}
 	want.Memory = MemoryConfig{Enabled: false, K: 5, BudgetTokens: 1200, HalfLife: Duration{720 * time.Hour}, EmbedModel: "nomic-embed-text"}
-	want.Checkpoints = CheckpointsConfig{Enabled: false, Keep: 20, KeepSteps: 5, MaxBytes: 256 << 20, MaxFileBytes: 8 << 20, MaxEntries: 50_000}
+	want.Checkpoints = CheckpointsConfig{Enabled: false, Keep: 20, KeepSteps: 5, MaxBytes: 256 << 20, MaxFileBytes: 8 << 20, MaxEntries: 50_000, MinFreeBytes: 64 << 20}
 	want.Bots = BotsConfig{ApproveCount: 5, DecisionExpiry: Duration{time.Hour}}
 	want.Slack = SlackConfig{Enabled: true, BotTokenEnv: "MY_SLACK_BOT", BotTokenFile: "/etc/agentd/bot", AppTokenEnv: "MY_SLACK_APP",
 		AppTokenFile: "/etc/agentd/app", Teams: []string{"T0123ABCD"}, Approvers: []string{"U0123ABCD", "S0456EFGH"}, DirectMessages: true,
@@ -288,4 +292,76 @@ func Keys() []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func TestDefaultPaths(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        map[string]string
+		wantState  string
+		wantConfig string
+	}{
+		{"home_only", map[string]string{"HOME": "/home/u"},
+			"/home/u/.local/state/agentd", "/home/u/.config/agentd/agentd.toml"},
+		{"xdg", map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "/x/state", "XDG_CONFIG_HOME": "/x/config"},
+			"/x/state/agentd", "/x/config/agentd/agentd.toml"},
+		{"relative_xdg_ignored", map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "state", "XDG_CONFIG_HOME": "cfg"},
+			"/home/u/.local/state/agentd", "/home/u/.config/agentd/agentd.toml"},
+		{"systemd", map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "/x/state",
+			"STATE_DIRECTORY": "/var/lib/agentd:/var/lib/other", "CONFIGURATION_DIRECTORY": "/etc/agentd"},
+			"/var/lib/agentd", "/etc/agentd/agentd.toml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "STATE_DIRECTORY", "CONFIGURATION_DIRECTORY"} {
+				t.Setenv(k, tt.env[k])
+			}
+			if got := DefaultStateDir(); got != tt.wantState {
+				t.Errorf("DefaultStateDir() = %q, want %q", got, tt.wantState)
+			}
+			if got := DefaultConfigPath(); got != tt.wantConfig {
+				t.Errorf("DefaultConfigPath() = %q, want %q", got, tt.wantConfig)
+			}
+		})
+	}
+}
+
+func TestWorkspaceRoot(t *testing.T) {
+	c := &Config{StateDir: "/s"}
+	if got := c.WorkspaceRoot(); got != filepath.Join("/s", "workspaces") {
+		t.Errorf("default WorkspaceRoot = %q", got)
+	}
+	c.Agent.WorkspaceRoot = "/w"
+	if got := c.WorkspaceRoot(); got != "/w" {
+		t.Errorf("WorkspaceRoot = %q, want /w", got)
+	}
+}
+
+// TestLoggerEscapesText checks both formats, at the configured level and at a level that
+// may change: a command name or an error carrying ESC, a newline or U+202E cannot forge a
+// log line or reorder it.
+func TestLoggerEscapesText(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		for _, level := range []*slog.LevelVar{nil, new(slog.LevelVar)} {
+			t.Run(fmt.Sprintf("%s_level_var_%t", format, level != nil), func(t *testing.T) {
+				var b bytes.Buffer
+				l := LogConfig{Format: format, Level: "info"}
+				log := l.Logger(&b, level)
+				log.With("agent", "bob\u202e").Info("ran \x1b[2J", "command", "ls\nlevel=ERROR msg=forged",
+					"err", errors.New("no\u200bpe"))
+				out := b.String()
+				if strings.Count(out, "\n") != 1 {
+					t.Fatalf("one record made %d lines:\n%s", strings.Count(out, "\n"), out)
+				}
+				for _, raw := range []string{"\x1b", "\u202e", "\u200b"} {
+					if strings.Contains(out, raw) {
+						t.Errorf("log keeps %q raw: %s", raw, out)
+					}
+				}
+				if !strings.Contains(out, `u202e`) || !strings.Contains(out, `x1b[2J`) {
+					t.Errorf("log lacks the escapes: %s", out)
+				}
+			})
+		}
+	}
 }

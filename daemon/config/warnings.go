@@ -11,5 +11,6 @@ func (c *Config) Warnings() []Problem {
 		warns = append(warns, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	c.HTTP.warnings(warn)
+	c.checkpointWarnings(warn)
 	return warns
 }

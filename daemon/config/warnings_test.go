@@ -8,7 +8,10 @@ import (
 	"testing"
 )
 
-func TestHTTPWarnings(t *testing.T) {
+// Settings that are valid but do nothing as written warn, with the line they are on:
+// the Agent Protocol or allow_remote without a listener to use them, deny rules with
+// checkpoints off (no second wall).
+func TestSettingsThatDoNothingWarn(t *testing.T) {
 	tests := []struct {
 		name string
 		toml string
@@ -24,6 +27,9 @@ func TestHTTPWarnings(t *testing.T) {
 		{"allow_remote_on_every_interface", "[http]\nlisten = \"0.0.0.0:7070\"\nallow_remote = true\n", nil},
 		{"allow_remote_on_a_lan_address", "[http]\nlisten = \"192.168.1.5:7070\"\nallow_remote = true\n", nil},
 		{"both", "[http]\nallow_remote = true\nagent_protocol = true\n", []string{"2 http.allow_remote", "3 http.agent_protocol"}},
+		{"checkpoints_off_with_deny_rules", "[permissions]\ndeny = [\"write_file(*.toml)\"]\n[checkpoints]\nenabled = false\n", []string{"4 checkpoints.enabled"}},
+		{"checkpoints_off_with_an_agents_deny_rules", "[agents.notes]\ndeny = [\"write_file(*.toml)\"]\n[checkpoints]\nenabled = false\n", []string{"4 checkpoints.enabled"}},
+		{"checkpoints_off_without_deny_rules", "[checkpoints]\nenabled = false\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,7 +120,7 @@ func newAttackRig(t *testing.T) *attackRig {
 		}
 	}
 	r.router = route(r.fake, r.reply)
-	r.httpAddr = freeAddr(t)
+	r.httpAddr = testutil.FreeAddr(t)
 	r.d = newDaemon(t, daemonOpts{binary: true, config: r.config(true), env: []string{
 		"SLACK_BOT_TOKEN=" + r.secrets["slack_token"], "DISCORD_BOT_TOKEN=" + r.secrets["discord_token"],
 		"AGENTD_HTTP_TOKEN=" + r.secrets["http_token"],
@@ -141,15 +140,6 @@ func mustMkdir(t *testing.T, dir string, mode os.FileMode) {
 	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // config is the daemon's config: every file, helper, web and shell command offered, the

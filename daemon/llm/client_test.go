@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +14,8 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/types/model"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestNewNormalizesHost(t *testing.T) {
@@ -180,19 +181,8 @@ func TestChatErrors(t *testing.T) {
 	}
 }
 
-// deadAddr returns an address nothing listens on.
-func deadAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestChatConnectionRefusedIsUnavailable(t *testing.T) {
-	c, err := New(deadAddr(t), nil)
+	c, err := New(testutil.FreeAddr(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +290,7 @@ func TestProbeErrors(t *testing.T) {
 	if _, err = f.client(t).Probe(context.Background(), "tiny"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
-	c, _ := New(deadAddr(t), nil)
+	c, _ := New(testutil.FreeAddr(t), nil)
 	if _, err = c.Probe(context.Background(), "tiny"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	ollama "github.com/ollama/ollama/api"
+
 	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
-	ollama "github.com/ollama/ollama/api"
 )
 
 // testBackoff probes a down host again within tens of milliseconds, so tests do not wait.
@@ -26,7 +27,13 @@ func newTestPool(t testing.TB, slots int, fakes ...*ollamatest.Fake) *Client {
 	for _, f := range fakes {
 		hosts = append(hosts, HostConfig{URL: f.URL(), Slots: slots})
 	}
-	c, err := NewPool(PoolOptions{Hosts: hosts, HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour})
+	return openPool(t, PoolOptions{Hosts: hosts, HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour})
+}
+
+// openPool makes a pool with opt and closes it when the test ends.
+func openPool(t testing.TB, opt PoolOptions) *Client {
+	t.Helper()
+	c, err := NewPool(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +94,10 @@ func TestPoolRoutesByModel(t *testing.T) {
 
 func TestPoolConfiguredModelsAreTheOnlyOnes(t *testing.T) {
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{
 		{URL: a.URL(), Models: []string{ollamatest.TinyModelName}},
 		{URL: b.URL(), Models: []string{"other"}},
 	}, Backoff: testBackoff, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	for range 4 {
 		if err := chatOnce(context.Background(), c, ollamatest.TinyModelName); err != nil {
 			t.Fatal(err)
@@ -104,7 +107,7 @@ func TestPoolConfiguredModelsAreTheOnlyOnes(t *testing.T) {
 		t.Errorf("host b, configured for another model, got %d calls", n)
 	}
 	// A model no host is configured for fails at once, naming the fix.
-	err = chatOnce(context.Background(), c, "absent")
+	err := chatOnce(context.Background(), c, "absent")
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("got %v, want ErrUnavailable", err)
 	}
@@ -429,11 +432,7 @@ func TestNewPoolRefusesBadHosts(t *testing.T) {
 
 func TestPoolRelistsModelsOfABusyHost(t *testing.T) {
 	a := ollamatest.NewFake(t)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL()}}, Backoff: testBackoff, Refresh: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL()}}, Backoff: testBackoff, Refresh: 50 * time.Millisecond})
 	waitListed(t, c)
 	a.SetModels(ollamatest.TinyModelName, "pulled-later")
 	// Calls keep the host answering; its models are listed again all the same.
@@ -443,4 +442,62 @@ func TestPoolRelistsModelsOfABusyHost(t *testing.T) {
 		}
 		return slices.Contains(c.PoolStatus().Hosts[0].Models, "pulled-later:latest")
 	})
+}
+
+// A caller waiting out ErrUnavailable is woken when a host that serves its model comes
+// back, not at the end of its own backoff; a caller waiting for a model no host has
+// sleeps on.
+func TestPoolServableWakesWhenAHostComesBack(t *testing.T) {
+	a := ollamatest.NewFake(t)
+	c := newTestPool(t, 1, a)
+	waitListed(t, c)
+	a.SetDown(true)
+	if err := chatOnce(context.Background(), c, ollamatest.TinyModelName); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("got %v, want ErrUnavailable", err)
+	}
+	back, stop := c.Servable(ollamatest.TinyModelName)
+	defer stop()
+	absent, stopAbsent := c.Servable("absent")
+	defer stopAbsent()
+	select {
+	case <-back:
+		t.Fatal("woken while the only host is down")
+	default:
+	}
+	a.SetDown(false)
+	select {
+	case <-back:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not woken 10s after the host came back")
+	}
+	// Both were looked at under one lock when the host came back.
+	select {
+	case <-absent:
+		t.Error("a wait for a model the host does not have ended")
+	default:
+	}
+	c.Pool().mu.Lock()
+	n := len(c.Pool().watches)
+	c.Pool().mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d waits held, want the one still waiting", n)
+	}
+}
+
+// A model kept off a host after it failed there wakes its callers when its time off ends.
+func TestPoolServableWakesWhenAModelIsLetBackOn(t *testing.T) {
+	a := ollamatest.NewFake(t)
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}}, Backoff: testBackoff, Refresh: time.Hour})
+	waitListed(t, c)
+	p := c.Pool()
+	p.mu.Lock()
+	p.markModelTrouble(p.hosts[0], ollamatest.TinyModelName, errors.New("HTTP 500: model requires more system memory"))
+	p.mu.Unlock()
+	back, stop := c.Servable(ollamatest.TinyModelName)
+	defer stop()
+	select {
+	case <-back:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not woken 10s after the model's time off the host ended")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func baseRequest() ChatRequest {
@@ -155,7 +156,7 @@ func checkRequests(t *testing.T, reqs []map[string]any, steps []chatStep, mentio
 }
 
 func TestProposeConnectionRefused(t *testing.T) {
-	c, err := New("http://"+deadAddr(t), nil)
+	c, err := New("http://"+testutil.FreeAddr(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,5 +230,127 @@ func TestGenerateRejectsBadOut(t *testing.T) {
 	var p testProfile
 	if _, err := Generate(context.Background(), f.client(t), baseRequest(), commands.FromStruct(p), p); err == nil {
 		t.Error("no error for a non-pointer out")
+	}
+}
+
+func TestRepair(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		want   string
+		wantOK bool
+	}{
+		{"plain_object", `{"a":1}`, `{"a":1}`, true},
+		{"surrounding_space", "\n  {\"a\":1}\n", `{"a":1}`, true},
+		{"json_fence", "```json\n{\"a\":1}\n```", `{"a":1}`, true},
+		{"bare_fence", "```\n{\"a\":1}\n```", `{"a":1}`, true},
+		{"fence_with_prose", "Sure! Here it is:\n```json\n{\"a\":{\"b\":[1,2]}}\n```\nHope that helps.", `{"a":{"b":[1,2]}}`, true},
+		{"unclosed_fence", "```json\n{\"a\":1}", `{"a":1}`, true},
+		{"fence_on_one_line", "```{\"a\":1}```", `{"a":1}`, true},
+		{"second_fence_has_the_object", "```bash\nls\n```\n```json\n{\"a\":1}\n```", `{"a":1}`, true},
+		{"prose_around_json", `I will run this: {"a": "b"} and then stop.`, `{"a": "b"}`, true},
+		{"first_of_two_objects", `{"a":1} {"b":2}`, `{"a":1}`, true},
+		{"braces_in_strings", `x {"a":"}{ \"}\" {","b":"]"} y`, `{"a":"}{ \"}\" {","b":"]"}`, true},
+		{"escaped_backslash_before_quote", `{"a":"c:\\","b":"}"}`, `{"a":"c:\\","b":"}"}`, true},
+		{"trailing_comma_object", "{\"a\":1,\n}", "{\"a\":1\n}", true},
+		{"trailing_comma_array", `{"a":[1,2, ],}`, `{"a":[1,2 ]}`, true},
+		{"comma_in_string_kept", `{"a":",}",}`, `{"a":",}"}`, true},
+		{"prose_braces_before_object", `use {curly} braces: {"a":1}`, `{"a":1}`, true},
+		{"invalid_object_kept_for_errors", `{a: 1} then {"b": {"c": 2}}`, `{"b": {"c": 2}}`, true},
+		{"only_invalid_object", `{"a": True}`, `{"a": True}`, true},
+		{"inner_object_not_taken", `{"a": True, "b": {"c": 2}}`, `{"a": True, "b": {"c": 2}}`, true},
+		{"unicode", `Voilà: {"text":"héllo 世界 🙂","n":"\u00e9"}`, `{"text":"héllo 世界 🙂","n":"\u00e9"}`, true},
+		{"unclosed_then_closed", `{ "a": {"b": 1}`, `{"b": 1}`, true},
+		{"no_json", "I cannot help with that.", "", false},
+		{"empty", "", "", false},
+		{"array_only", `[1,2,3]`, "", false},
+		{"truncated", `{"thoughts":{"text":"I was cut of`, "", false},
+		{"unbalanced_closers", `}}}{`, "", false},
+		{"mismatched_closer", `{]`, "", false},
+		{"mismatched_then_object", `{[} {"a":[1]}`, `{"a":[1]}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Repair(tt.in)
+			if ok != tt.wantOK || got != tt.want {
+				t.Errorf("Repair(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestRepairAdversarialInputIsFast(t *testing.T) {
+	for name, in := range map[string]string{
+		"many_open_braces": strings.Repeat("{", 1<<20),
+		"many_fences":      strings.Repeat("```\n", 1<<16),
+		"many_commas":      "{" + strings.Repeat(",", 1<<20) + "}",
+		"deep_nesting":     strings.Repeat(`{"a":`, 1<<16) + "1" + strings.Repeat("}", 1<<16),
+	} {
+		t.Run(name, func(t *testing.T) {
+			Repair(in) // must return promptly; the test's timeout catches quadratic blowups
+		})
+	}
+}
+
+// FuzzParseReply feeds arbitrary model output through the same path Propose uses:
+// commands.ParseReply on the text, then on Repair's rewrite of it.
+// Invariants: nothing panics; an error is a *commands.ValidationError with problems; an
+// accepted reply names a command of the set and its args validate against that command.
+func FuzzParseReply(f *testing.F) {
+	valid := reply("test_echo", `{"text":"hi"}`)
+	for _, seed := range []string{
+		valid,
+		reply("test_add", `{"a":1,"b":-2}`),
+		reply("test_done", `{}`),
+		"```json\n" + valid + "\n```",
+		"Here you go: " + valid + " Anything else?",
+		strings.TrimSuffix(valid, "}}") + ",},}",
+		valid[:len(valid)/2],
+		reply("rm_rf", `{"path":"/"}`),
+		reply("test_add", `{"a":"1","b":2.5}`),
+		reply("test_echo", `{"text":"`+strings.Repeat("x", 1024)+`"}`),
+		reply("test_echo", `{"text":`+strings.Repeat("[", 200)+strings.Repeat("]", 200)+`}`),
+		strings.Repeat(`{"a":`, 200) + "1" + strings.Repeat("}", 200),
+		`{"thoughts":null,"command":null}`,
+		`{"thoughts":{},"command":{"name":"test_echo","args":{"text":"x"},"extra":1}}`,
+		`{"thoughts":` + testThoughts + `,"command":{"name":"test_echo","args":{"text":"\u00e9\ud83d\ude00 世界"}}}`,
+		"{\"a\":\"\\",
+		"",
+		"null",
+		"```",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, content string) {
+		checkParse(t, content)
+		fixed, ok := Repair(content)
+		if !ok {
+			if fixed != "" {
+				t.Fatalf("Repair returned %q with ok=false", fixed)
+			}
+			return
+		}
+		if !strings.HasPrefix(fixed, "{") || !strings.HasSuffix(fixed, "}") {
+			t.Fatalf("Repair returned %q, not an object", fixed)
+		}
+		checkParse(t, fixed)
+	})
+}
+
+func checkParse(t *testing.T, data string) {
+	r, err := commands.ParseReply(testSet, []byte(data))
+	if err != nil {
+		var ve *commands.ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+			t.Fatalf("ParseReply error %v (%T) is not a ValidationError with problems", err, err)
+		}
+		return
+	}
+	c, ok := testSet.Get(r.Command.Name)
+	if !ok {
+		t.Fatalf("ParseReply accepted unknown command %q", r.Command.Name)
+	}
+	if err := commands.CheckArgs(c.Spec(), r.Command.Args); err != nil {
+		t.Fatalf("ParseReply accepted args that do not validate: %v", err)
 	}
 }

@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/apitest"
@@ -322,4 +325,235 @@ func rawDo(t *testing.T, sock, method, path string, header map[string]string, bo
 	var b bytes.Buffer
 	b.ReadFrom(resp.Body)
 	return resp.StatusCode, resp.Header, b.String()
+}
+
+// The fake's import and export, like the daemon's: a batch is checked whole and stored
+// all or none; export pages in id order.
+
+func (f *fakeService) importMemoryRoute(ctx context.Context, _ string, req api.MemoryImportRequest) (*api.MemoryImportResult, error) {
+	if len(req.Records) == 0 {
+		return nil, api.Errorf(api.ErrBadRequest, "no records to import: give one JSON object a line")
+	}
+	var add []api.Memory
+	for i, r := range req.Records {
+		if err := r.Check(); err != nil {
+			return nil, api.Errorf(api.ErrBadRequest, "line %d: %v", i+1, err)
+		}
+		m := api.Memory{ID: r.ID, Kind: r.MemoryKind(), Text: r.Text, Source: r.From(), Tags: r.Tags, CreatedAt: t0}
+		if ref := r.Agent; ref != "" || req.Agent != "" {
+			if ref == "" {
+				ref = req.Agent
+			}
+			f.mu.Lock()
+			a, err := f.resolve(ref)
+			f.mu.Unlock()
+			if err != nil {
+				return nil, api.Errorf(api.ErrBadRequest, "line %d: field \"agent\": no agent %q", i+1, ref)
+			}
+			m.AgentID, m.Agent = a.ID, a.Name
+		}
+		add = append(add, m)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.memories = append(f.memories, add...)
+	return &api.MemoryImportResult{Imported: len(add)}, nil
+}
+
+func (f *fakeService) exportMemoryRoute(ctx context.Context, _ string, req api.MemoryExportRequest) (*api.MemoryExportPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if req.Limit <= 0 {
+		req.Limit = 1000
+	}
+	page := &api.MemoryExportPage{Records: []api.MemoryRecord{}}
+	for _, m := range f.memories { // ids are imported in order in these tests
+		if m.ID <= req.After || (req.Agent != "" && m.Agent != req.Agent) {
+			continue
+		}
+		if len(page.Records) == req.Limit {
+			break
+		}
+		page.Records = append(page.Records, api.MemoryRecord{ID: m.ID, Agent: m.Agent, Kind: m.Kind, Text: m.Text, Source: m.Source, Tags: m.Tags})
+	}
+	if len(page.Records) == req.Limit {
+		page.Next = page.Records[len(page.Records)-1].ID
+	}
+	return page, nil
+}
+
+// Import and export travel through the route table: the batch in the body, the export's
+// agent, cursor and page size in the query string.
+func TestMemoryImportExportRoutes(t *testing.T) {
+	sock, _ := serve(t, newFake())
+	c := &api.Client{Socket: sock}
+	ctx := t.Context()
+	recs := []api.MemoryRecord{
+		{ID: "m-a", Text: "one", Speaker: "Ann", Tags: []string{"x"}},
+		{ID: "m-b", Text: "two", Agent: "writer"},
+		{ID: "m-c", Text: "three", Source: "notes"},
+	}
+	res, err := c.Memory().Import(ctx, api.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
+	if err != nil || res.Imported != 3 {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	_, err = c.Memory().Import(ctx, api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
+	if err == nil || !strings.Contains(err.Error(), `line 2: field "time"`) {
+		t.Errorf("bad batch: %v, want the line and field named", err)
+	}
+	page, err := c.Memory().Export(ctx, api.MemoryExportRequest{Agent: "writer", Limit: 2})
+	if err != nil || len(page.Records) != 2 || page.Next != "m-b" {
+		t.Fatalf("first page = %+v, %v", page, err)
+	}
+	page, err = c.Memory().Export(ctx, api.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
+	want := []api.MemoryRecord{{ID: "m-c", Agent: "writer", Kind: "note", Text: "three", Source: "notes"}}
+	if err != nil || !reflect.DeepEqual(page.Records, want) || page.Next != "" {
+		t.Fatalf("last page = %+v, %v; want %+v", page, err, want)
+	}
+	status, _, body := rawDo(t, sock, "GET", "/v0/memory/export?limit=many", nil, "")
+	if status != http.StatusBadRequest || !strings.Contains(body, `limit=\"many\": want a whole number`) {
+		t.Errorf("GET /v0/memory/export?limit=many = %d %s", status, body)
+	}
+	status, _, body = rawDo(t, sock, "POST", "/v0/memory/import", nil, `{"records":[{"text":"x","txt":"y"}]}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `unknown field \"txt\"`) {
+		t.Errorf("import with an unknown field = %d %s", status, body)
+	}
+}
+
+// TestEveryRouteServed sends each route of the wire package's table to a fake with no
+// funcs set: the handler must reach the fake (500 naming the route), never 404 or 405.
+func TestEveryRouteServed(t *testing.T) {
+	fk := &apitest.Fake{}
+	h := newHandler(nil, fk.Endpoints(), fk.Streams(), nil)
+	patterns := map[string]bool{}
+	for _, ep := range api.Endpoints() {
+		patterns[ep.Pattern()] = true
+	}
+	for _, st := range api.Streams() {
+		patterns["GET "+st.Path] = true
+	}
+	for p := range patterns {
+		method, path, _ := strings.Cut(p, " ")
+		path = strings.NewReplacer("{agent}", "writer", "{run}", "r1", "{schedule}", "s1", "{team}", "t1", "{id}", "m1").Replace(path)
+		t.Run(strings.ReplaceAll(p, "/", "_"), func(t *testing.T) {
+			body := strings.NewReader("{}")
+			r, _ := http.NewRequest(method, "http://local"+path, body)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "not set in this fake") {
+				t.Errorf("%s %s = %d %s, want 500 from the fake", method, path, w.Code, w.Body.String())
+			}
+		})
+	}
+	if len(patterns) < 47 {
+		t.Errorf("the table has %d routes, want the 47 the API served before plus new ones", len(patterns))
+	}
+}
+
+// wait fails the test if ch does not deliver within a few seconds.
+func wait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestEventStream(t *testing.T) {
+	tests := []struct {
+		name     string
+		agent    string
+		since    int64
+		publish  []api.Event
+		wantSeqs []int64
+	}{
+		{"agent_replays_after_since_then_live", "writer", 1,
+			[]api.Event{{Seq: 4, Type: api.EventProposal, AgentID: "a1"}}, []int64{2, 3, 4}},
+		{"agent_since_zero_is_live_only", "writer", 0,
+			[]api.Event{{Seq: 4, Type: api.EventState, AgentID: "a1"}}, []int64{4}},
+		{"agent_skips_other_agents", "a1", 0,
+			[]api.Event{{Seq: 4, AgentID: "a2"}, {Seq: 5, AgentID: "a1"}}, []int64{5}},
+		{"all_agents", "", 2,
+			[]api.Event{{Seq: 4, AgentID: "a2"}, {Seq: 5, AgentID: "a1"}}, []int64{3, 4, 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			sock, _ := serve(t, f)
+			c := &api.Client{Socket: sock}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			got := make(chan api.Event, 16)
+			done := make(chan error, 1)
+			go func() {
+				done <- c.EventsOpened(ctx, tt.agent, tt.since, nil, func(ev api.Event) error { got <- ev; return nil })
+			}()
+			wait(t, f.subscribed, "the subscription")
+			for _, ev := range tt.publish {
+				f.publish(ev)
+			}
+			for _, want := range tt.wantSeqs {
+				select {
+				case ev := <-got:
+					if ev.Seq != want {
+						t.Fatalf("got event seq %d, want %d", ev.Seq, want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("timed out waiting for event %d", want)
+				}
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("Events returned %v, want context.Canceled", err)
+			}
+			wait(t, f.unsubscribed, "the handler to unsubscribe after the client left")
+		})
+	}
+}
+
+func TestEventStreamEndsWhenChannelCloses(t *testing.T) {
+	f := newFake()
+	sock, _ := serve(t, f)
+	c := &api.Client{Socket: sock}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.EventsOpened(t.Context(), "", 0, nil, func(api.Event) error { return nil })
+	}()
+	wait(t, f.subscribed, "the subscription")
+	f.closeAll()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Events returned %v, want nil at the end of the stream", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream did not end when the service closed the channel")
+	}
+}
+
+func TestEventStreamIsNDJSON(t *testing.T) {
+	f := newFake()
+	sock, _ := serve(t, f)
+	go func() {
+		select { // not wait: t.Fatal belongs to the test's own goroutine
+		case <-f.subscribed:
+		case <-time.After(5 * time.Second):
+		}
+		f.closeAll()
+	}()
+	status, hdr, body := rawDo(t, sock, "GET", "/v0/agents/writer/events?since=2", nil, "")
+	if status != http.StatusOK {
+		t.Fatalf("status = %d", status)
+	}
+	if ct := hdr.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Errorf("Content-Type = %q, want application/x-ndjson", ct)
+	}
+	want := `{"seq":3,"type":"state","agent_id":"a1","time":"2026-11-21T09:00:00Z"}` + "\n"
+	if body != want {
+		t.Errorf("body = %q, want %q", body, want)
+	}
+	if strings.Count(body, "\n") != 1 {
+		t.Errorf("want one line per event")
+	}
 }

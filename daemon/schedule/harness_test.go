@@ -15,8 +15,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
@@ -30,55 +28,9 @@ import (
 var _ Agents = agenttest.API{}
 
 // fakeClock is a cron.Clock the test moves; timers fire when it passes them.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
+type fakeClock struct{ *testutil.Clock }
 
-type fakeTimer struct {
-	at      time.Time
-	c       chan time.Time
-	stopped bool
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.c }
-func (t *fakeTimer) Stop() bool          { t.stopped = true; return true }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) cron.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.c <- c.now
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	return t
-}
-
-func (c *fakeClock) set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(now) {
-			if !t.stopped {
-				t.c <- now
-			}
-		} else {
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-}
+func (c fakeClock) NewTimer(d time.Duration) cron.Timer { return c.Timer(d) }
 
 // at is a fixed instant on 2026-11-23, a Monday, in UTC.
 func at(hour, min int) time.Time { return time.Date(2026, 11, 23, hour, min, 0, 0, time.UTC) }
@@ -92,7 +44,7 @@ type harness struct {
 	st     *store.Store
 	sup    *agent.Supervisor
 	mgr    *Manager
-	clock  *fakeClock
+	clock  fakeClock
 	c      *api.Client
 	cancel context.CancelFunc
 	mgrCtx context.CancelFunc
@@ -121,24 +73,12 @@ func (noReload) Reload(context.Context) (*api.ReloadResult, error) {
 
 func newHarness(t testing.TB, now time.Time) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), fake: ollamatest.NewFake(t), clock: &fakeClock{now: now}}
-	st, err := store.Open(context.Background(), filepath.Join(h.dir, "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h.st = st
-	lc, err := llm.New(h.fake.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sopt := agent.OptionsOf(config.Default())
-	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
-	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"list_folder", "read_file", "write_file", "ask_user", "finish"}
-	sopt.Store, sopt.LLM, sopt.StateDir = st, lc, h.dir
-	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	h := &harness{t: t, dir: t.TempDir(), fake: ollamatest.NewFake(t), clock: fakeClock{testutil.NewClock(now)}}
+	h.st = agenttest.OpenStore(t, h.dir)
+	sopt := agenttest.Options(t, h.st, h.dir, h.fake.URL(), ollamatest.TinyModelName, "list_folder", "read_file", "write_file", "ask_user", "finish")
 	sopt.Deny = []string{"read_file(private/*)"} // what the agents' programs, and so their schedules' checks, may not read
 	sopt.OnRunEnd = func(e run.End) { h.manager().RunEnded(e) }
+	var err error
 	h.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
@@ -272,27 +212,29 @@ func reply(name string, args any) string {
 	return string(b)
 }
 
-// listForever makes the model do new work every step: write a file it has not written
-// (listing the same folder again and again is a loop the watchdog stops).
-func (h *harness) listForever() {
+// replyForever makes the model answer its n-th request (from 1) with next(n).
+func (h *harness) replyForever(next func(n int) string) {
 	var mu sync.Mutex
 	n := 0
 	h.fake.SetDefault(func(*ollama.ChatRequest) string {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
+		return next(n)
+	})
+}
+
+// listForever makes the model do new work every step: write a file it has not written
+// (listing the same folder again and again is a loop the watchdog stops).
+func (h *harness) listForever() {
+	h.replyForever(func(n int) string {
 		return reply("write_file", map[string]string{"path": fmt.Sprintf("n%d.txt", n), "contents": fmt.Sprint(n)})
 	})
 }
 
 // loopForever makes the model go round list_folder . and read_file notes.txt.
 func (h *harness) loopForever() {
-	var mu sync.Mutex
-	n := 0
-	h.fake.SetDefault(func(*ollama.ChatRequest) string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
+	h.replyForever(func(n int) string {
 		if n%2 == 1 {
 			return reply("list_folder", map[string]string{"path": "."})
 		}

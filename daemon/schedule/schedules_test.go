@@ -2,8 +2,11 @@ package schedule
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/agenttest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // A schedule fires on the injected clock; its run, in auto mode against the fake Ollama,
@@ -26,7 +30,7 @@ func TestFiringRunsWithinBudget(t *testing.T) {
 	if len(s.NextTimes) != 5 || !s.NextTimes[0].Equal(at(9, 0)) || !s.NextTimes[1].Equal(at(9, 0).AddDate(0, 0, 1)) {
 		t.Fatalf("next fire times = %v, want 5 weekdays at 09:00 from today", s.NextTimes)
 	}
-	h.clock.set(at(9, 0))
+	h.clock.Set(at(9, 0))
 	runs := h.waitHistory("digest", "a budget_exhausted run", func(r []api.ScheduleRun) bool {
 		return len(r) == 1 && r[0].Outcome == "budget_exhausted"
 	})
@@ -111,7 +115,7 @@ func TestRestartHandlesMissedFiringsPerPolicy(t *testing.T) {
 			Goal: "check", Missed: p, Autonomy: api.Autonomy{Mode: "auto", Steps: 1}})
 	}
 	h.stopManager() // the daemon goes down at 08:30…
-	h.clock.set(at(12, 30))
+	h.clock.Set(at(12, 30))
 	h.startManager() // …and comes back at 12:30: 09:00, 10:00, 11:00 and 12:00 were missed
 	want := map[string]string{
 		"m-skip":              "missed missed missed missed",
@@ -275,7 +279,7 @@ func TestPauseResumeRemove(t *testing.T) {
 	if _, err := h.c.Schedules().Pause(ctx, "p"); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("pausing twice: err = %v, want conflict", err)
 	}
-	h.clock.set(at(12, 0))
+	h.clock.Set(at(12, 0))
 	s, err = h.c.Schedules().Resume(ctx, "p")
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	if err != nil || s.Paused || s.TimeZone != "Europe/Berlin" || !s.Next.Equal(time.Date(2026, 11, 24, 2, 30, 0, 0, berlin)) {
@@ -327,7 +331,7 @@ func TestWatchdogStopsALoopingFiring(t *testing.T) {
 	h.loopForever()
 	h.add(api.ScheduleRequest{Name: "tidy", Spec: "0 9 * * *", Template: "tidy", Goal: "tidy the notes",
 		Autonomy: api.Autonomy{Mode: "auto", Steps: 20}})
-	h.clock.set(at(9, 0))
+	h.clock.Set(at(9, 0))
 	runs := h.waitHistory("tidy", "a run stopped by the watchdog", func(r []api.ScheduleRun) bool {
 		return len(r) == 1 && !r[0].Ended.IsZero()
 	})
@@ -335,4 +339,134 @@ func TestWatchdogStopsALoopingFiring(t *testing.T) {
 	if r.Outcome != "failed" || !strings.HasPrefix(r.Reason, "the run was stopped by the watchdog") || !strings.Contains(r.Reason, "(cycle)") || r.Steps != 3 {
 		t.Errorf("run record = %+v, want failed, stopped by the watchdog on a cycle after 3 steps", r)
 	}
+}
+
+// A schedule's last fire time is the newest firing it made (scheduled or run-now, run,
+// skipped or missed), never the moment it was added or resumed: a schedule that has not
+// fired has none, in the JSON (no last_fired) and everywhere else.
+func TestLastFiredIsTheNewestFiring(t *testing.T) {
+	h := newHarness(t, at(12, 0))
+	h.finishAtOnce()
+	ctx := context.Background()
+	h.add(api.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", Template: "night", Goal: "tidy up"})
+	lastFired := func(when string) (single, listed api.Schedule) {
+		t.Helper()
+		s, err := h.c.Schedules().Get(ctx, "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := h.c.Schedules().List(ctx)
+		if err != nil || len(all) != 1 {
+			t.Fatalf("%s: schedules = %+v, %v", when, all, err)
+		}
+		if !s.LastFired.Equal(all[0].LastFired) {
+			t.Errorf("%s: show says last fired %v, ls says %v", when, s.LastFired, all[0].LastFired)
+		}
+		return *s, all[0]
+	}
+
+	s, _ := lastFired("just added")
+	if !s.LastFired.IsZero() {
+		t.Errorf("a schedule that never fired has last_fired %v (it was added then)", s.LastFired)
+	}
+	b, _ := json.Marshal(s)
+	if strings.Contains(string(b), "last_fired") {
+		t.Errorf("the JSON of a schedule that never fired has last_fired: %s", b)
+	}
+
+	h.clock.Set(at(12, 5))
+	if _, err := h.c.Schedules().Pause(ctx, "nightly"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Schedules().Resume(ctx, "nightly"); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := lastFired("paused and resumed"); !s.LastFired.IsZero() {
+		t.Errorf("resuming made last_fired %v; it never fired", s.LastFired)
+	}
+
+	h.clock.Set(at(12, 10))
+	r, err := h.c.Schedules().Run(ctx, "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := lastFired("after run-now"); !s.LastFired.Equal(r.Scheduled) || !s.LastFired.Equal(at(12, 10)) {
+		t.Errorf("after run-now at 12:10 last_fired is %v, want the run-now's %v", s.LastFired, r.Scheduled)
+	}
+
+	h.clock.Set(at(3, 0).AddDate(0, 0, 1)) // its first scheduled firing
+	h.waitHistory("nightly", "the 03:00 firing", func(rs []api.ScheduleRun) bool { return len(rs) == 2 && !rs[0].Manual })
+	if s, _ := lastFired("after the 03:00 firing"); !s.LastFired.Equal(at(3, 0).AddDate(0, 0, 1)) {
+		t.Errorf("after the 03:00 firing last_fired is %v", s.LastFired)
+	}
+}
+
+// Template agents beyond the newest keep finished ones are removed with their
+// workspaces when a run ends; one awaiting a decision is kept however old.
+func TestTemplateAgentsPruned(t *testing.T) {
+	h := newHarness(t, at(8, 0))
+	h.stopManager()
+	h.keep = 2
+	h.startManager()
+	h.finishAtOnce()
+	ctx := context.Background()
+	h.add(api.ScheduleRequest{Name: "tidy", Spec: "@daily", Template: "tidy", Goal: "tidy up", Concurrency: "parallel"})
+
+	var agents []*api.Agent
+	for i := range 5 {
+		rec, err := h.c.Schedules().Run(ctx, "tidy")
+		if err != nil || rec.AgentID == "" {
+			t.Fatalf("run-now %d = %+v, %v", i, rec, err)
+		}
+		a := h.waitAgent(rec.AgentID, func(a *api.Agent) bool { return a.Pending != nil })
+		agents = append(agents, a)
+		if i == 0 {
+			continue // the oldest waits for a decision throughout
+		}
+		if _, err := h.sup.API().Decisions.Decide(ctx, a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, By: "test", Source: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitHistory("tidy", "run end", func(r []api.ScheduleRun) bool { return r[0].Outcome == "finished" })
+	}
+	want := []string{agents[0].ID, agents[3].ID, agents[4].ID}
+	var got []string
+	// Wait on what the prunes leave, not on m.pruning: a run's end is recorded before its
+	// prune is counted, so a pruning.Wait here could race that Add.
+	gone := func(a *api.Agent) bool { _, err := os.Stat(a.Workspace); return os.IsNotExist(err) }
+	testutil.Wait(10*time.Second, func() bool {
+		all, err := h.sup.API().Views.Agents(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, a := range all {
+			got = append(got, a.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		return slices.Equal(got, want) && gone(agents[1]) && gone(agents[2])
+	})
+	if !slices.Equal(got, want) {
+		t.Fatalf("agents left = %v, want %v (the pending one and the newest 2)", got, want)
+	}
+	for _, a := range agents[1:3] {
+		if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
+			t.Errorf("workspace of removed agent %s: %v", a.Name, err)
+		}
+	}
+	if _, err := os.Stat(agents[4].Workspace); err != nil {
+		t.Errorf("workspace of a kept agent: %v", err)
+	}
+}
+
+// waitAgent polls an agent until cond holds.
+func (h *harness) waitAgent(id string, cond func(*api.Agent) bool) *api.Agent {
+	h.t.Helper()
+	var a *api.Agent
+	testutil.Eventually(h.t, 10*time.Second, "agent "+id, func() bool {
+		var err error
+		a, err = h.sup.API().Views.Agent(context.Background(), id)
+		return err == nil && cond(a)
+	})
+	return a
 }

@@ -112,7 +112,7 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 	}
 
 	// The first firing has nothing to compare with: it wakes once.
-	h.clock.set(at(12, 1))
+	h.clock.Set(at(12, 1))
 	h.waitHistory("notes", "the first look", func(r []api.ScheduleRun) bool { return outcomes(r) == "finished" })
 	calls := h.chatCalls()
 	if calls == 0 {
@@ -125,7 +125,7 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 	posts := len(chat.all())
 
 	for i, m := range []int{2, 3, 4} {
-		h.clock.set(at(12, m))
+		h.clock.Set(at(12, m))
 		h.waitHistory("notes", "a quiet firing", func(r []api.ScheduleRun) bool { return len(r) == i+2 })
 	}
 	runs, _ := h.c.Schedules().History(ctx, "notes", 0)
@@ -145,13 +145,13 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 	// The daemon restarts: the state survives, the next quiet firing is still quiet.
 	h.stopManager()
 	h.startManager()
-	h.clock.set(at(12, 5))
+	h.clock.Set(at(12, 5))
 	h.waitHistory("notes", "a quiet firing after a restart", func(r []api.ScheduleRun) bool {
 		return len(r) == 5 && r[0].Outcome == api.RunNothingToDo
 	})
 
 	writeFile(t, filepath.Join(ws, "notes", "a.txt"), "one\ntwo\n")
-	h.clock.set(at(12, 6))
+	h.clock.Set(at(12, 6))
 	h.waitHistory("notes", "the woken run", func(r []api.ScheduleRun) bool { return len(r) == 6 && r[0].Outcome == api.RunFinished })
 	reqs := h.fake.Requests()
 	if len(reqs) == calls {
@@ -208,7 +208,7 @@ func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(ws, "notes")); err != nil {
 		t.Fatal(err)
 	}
-	h.clock.set(at(12, 1))
+	h.clock.Set(at(12, 1))
 	h.waitHistory("notes", "the first failed check", func(r []api.ScheduleRun) bool { return outcomes(r) == "check_failed" })
 	if s, _ := h.c.Schedules().Get(ctx, "notes"); s.Wake == nil || s.Wake.Failures != 1 || s.Wake.Failing || s.Wake.LastError == "" {
 		t.Errorf("after one failed check, wake = %+v, want 1 failure, not failing yet, the error", s.Wake)
@@ -218,7 +218,7 @@ func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
 			t.Errorf("the first failed check was posted: %q", p)
 		}
 	}
-	h.clock.set(at(12, 2))
+	h.clock.Set(at(12, 2))
 	h.waitHistory("notes", "the second failed check", func(r []api.ScheduleRun) bool { return outcomes(r) == "check_failed check_failed" })
 	s, _ := h.c.Schedules().Get(ctx, "notes")
 	if s.Wake == nil || s.Wake.Failures != 2 || !s.Wake.Failing {
@@ -315,13 +315,13 @@ func TestCheckCommandWakesWithItsOutput(t *testing.T) {
 	ws := h.watcher("watcher")
 	h.add(api.ScheduleRequest{Name: "inbox", Spec: "* * * * *", Agent: "watcher", Goal: "triage", Autonomy: api.Autonomy{Mode: "auto", Steps: 1},
 		When: &api.WakeConditions{Commands: []string{"test -e notes/new || exit 1; echo found-new-mail"}}})
-	h.clock.set(at(12, 1))
+	h.clock.Set(at(12, 1))
 	h.waitHistory("inbox", "a quiet check", func(r []api.ScheduleRun) bool { return outcomes(r) == "nothing_to_do" })
 	if h.chatCalls() != 0 {
 		t.Fatalf("a check exiting 1 made %d model calls", h.chatCalls())
 	}
 	writeFile(t, filepath.Join(ws, "notes", "new"), "x")
-	h.clock.set(at(12, 2))
+	h.clock.Set(at(12, 2))
 	h.waitHistory("inbox", "the woken run", func(r []api.ScheduleRun) bool { return len(r) == 2 && r[0].Outcome == api.RunFinished })
 	reqs := h.fake.Requests()
 	if len(reqs) == 0 {
@@ -348,11 +348,11 @@ func TestCatchUpFiringIsChecked(t *testing.T) {
 	h.watcher("watcher")
 	h.add(api.ScheduleRequest{Name: "notes", Spec: "0 * * * *", Agent: "watcher", Goal: "summarize", Missed: "run_once",
 		Autonomy: api.Autonomy{Mode: "auto", Steps: 1}, When: &api.WakeConditions{Changed: []string{"notes"}}})
-	h.clock.set(at(13, 0))
+	h.clock.Set(at(13, 0))
 	h.waitHistory("notes", "the first look", func(r []api.ScheduleRun) bool { return outcomes(r) == "finished" })
 	calls := h.chatCalls()
 	h.stopManager() // the daemon goes down at 13:00…
-	h.clock.set(at(15, 30))
+	h.clock.Set(at(15, 30))
 	h.startManager() // …and comes back at 15:30: 14:00 was missed, 15:00 is caught up
 	h.waitHistory("notes", "the checked catch-up", func(r []api.ScheduleRun) bool { return outcomes(r) == "finished missed nothing_to_do" })
 	if h.chatCalls() != calls {

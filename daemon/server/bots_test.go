@@ -2,16 +2,20 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/fakediscord"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/ollamatest"
@@ -32,10 +36,16 @@ func testConfig(t testing.TB, model *ollamatest.Fake, apiURL string) *config.Con
 
 // runDaemon starts the daemon and returns a stop func that reports Run's error.
 func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error {
+	return runDaemonWith(t, cfg, log, Options{})
+}
+
+// runDaemonWith is runDaemon with opt's hooks (its Version and Ready are set here).
+func runDaemonWith(t testing.TB, cfg *config.Config, log *slog.Logger, opt Options) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }}) }()
+	opt.Version, opt.Ready = "test", func() { close(ready) }
+	go func() { done <- Run(ctx, cfg, log, opt) }()
 	select {
 	case <-ready:
 	case err := <-done:
@@ -55,6 +65,13 @@ func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error 
 	}
 }
 
+// startedInThread waits until the bot says in the thread of ts in C0123ABCD that a run started.
+func startedInThread(fs *fakeslack.Fake, ts string) bool {
+	return fs.Wait(10*time.Second, func(v fakeslack.View) bool {
+		return slices.ContainsFunc(v.Messages("C0123ABCD", ts), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "is on it") })
+	})
+}
+
 func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	fs := fakeslack.NewFake(t)
 	model := ollamatest.NewFake(t)
@@ -67,14 +84,7 @@ func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
-	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
-		for _, m := range v.Messages("C0123ABCD", ts) {
-			if strings.Contains(m.Text, "is on it") {
-				return true
-			}
-		}
-		return false
-	}) {
+	if !startedInThread(fs, ts) {
 		t.Fatalf("no run started from Slack; logs:\n%s", logs)
 	}
 	if err := stop(); err != nil {
@@ -137,14 +147,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
-		for _, m := range v.Messages("C0123ABCD", ts) {
-			if strings.Contains(m.Text, "is on it") {
-				return true
-			}
-		}
-		return false
-	}) {
+	if !startedInThread(fs, ts) {
 		t.Fatalf("no run started from Slack; logs:\n%s", logs)
 	}
 	if _, err := fd.WaitCall(ctx, func(c fakediscord.Call) bool {
@@ -254,5 +257,183 @@ func TestBotChecks(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("botChecks =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// noGroups answers every group lookup with no: only listed users are approvers.
+type noGroups struct{}
+
+func (noGroups) InGroup(context.Context, string, string) (bool, error) { return false, nil }
+
+// Approvers pasted as mentions are read as the ids they name, so they match; one that
+// names no id is a config error naming the fix, never an entry that silently never matches.
+func TestRulesReadPastedMentions(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		slack      []string
+		discord    [2][]string // approvers, approver_roles
+		wantUsers  []string
+		wantGroups []string
+		wantErr    string
+	}{
+		{name: "slack_plain_ids", slack: []string{"U1", "S2"}, wantUsers: []string{"U1"}, wantGroups: []string{"S2"}},
+		{name: "slack_user_mention", slack: []string{"<@U1>", "<@U2|ann>"}, wantUsers: []string{"U1", "U2"}},
+		{name: "slack_group_mention", slack: []string{"<!subteam^S9|@ops>"}, wantGroups: []string{"S9"}},
+		{name: "slack_at_name", slack: []string{"@ann"}, wantErr: `[slack] approvers: approver "@ann" is not a user, role or group id`},
+		{name: "slack_broken_mention", slack: []string{"<@>"}, wantErr: "write the id itself"},
+		{name: "discord_mentions", discord: [2][]string{{"<@11>", "<@!12>", "<@&13>"}, {"14", "<@&15>"}},
+			wantUsers: []string{"11", "12"}, wantGroups: []string{"13", "14", "15"}},
+		{name: "discord_name", discord: [2][]string{nil, {"@admins"}}, wantErr: "[discord] approver_roles: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r bots.Rules
+			var err error
+			if tc.slack != nil {
+				r, err = slackRules(&config.SlackConfig{Approvers: tc.slack})
+			} else {
+				r, err = discordRules(&config.DiscordConfig{Approvers: tc.discord[0], ApproverRoles: tc.discord[1]})
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to say %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(r.Approvers.Users, tc.wantUsers) || !reflect.DeepEqual(r.Approvers.Groups, tc.wantGroups) {
+				t.Errorf("approvers = %+v, want users %v groups %v", r.Approvers, tc.wantUsers, tc.wantGroups)
+			}
+			for _, u := range tc.wantUsers {
+				if ok, _ := r.Allowed(context.Background(), noGroups{}, "C1", "", u); !ok {
+					t.Errorf("%s configured as a mention may not decide", u)
+				}
+			}
+		})
+	}
+	_, err := slackRules(&config.SlackConfig{Channels: map[string]config.ChatAccess{"C1": {Approvers: []string{"<#C1>"}}}})
+	if err == nil || !strings.Contains(err.Error(), "[slack.channels.C1] approvers") {
+		t.Errorf("a channel's bad approver: err = %v, want it to name the channel", err)
+	}
+}
+
+// TestReloadRestartsTheSlackBot: a reload that changes a [slack] key restarts the bot (it
+// connects again) and a proposal posted before stays decidable from its thread; a reload
+// that changes nothing of the bots keeps the connection; a rotated token file restarts
+// the bot though no key changed; a token file gone is refused, the bot running on.
+func TestReloadRestartsTheSlackBot(t *testing.T) {
+	fs := fakeslack.NewFake(t)
+	dir := t.TempDir()
+	botFile, appFile := filepath.Join(dir, "bot-token"), filepath.Join(dir, "app-token")
+	writeTokens := func(bot, app string) {
+		t.Helper()
+		for f, v := range map[string]string{botFile: bot, appFile: app} {
+			if err := os.WriteFile(f, []byte(v+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeTokens(fs.BotToken, fs.AppToken)
+	const channel, approver = "C0123ABCD", "UAPPROVER"
+	body := func(approvers string) string {
+		return fmt.Sprintf("model = \"m1\"\n[slack]\nenabled = true\napi_url = %q\nbot_token_file = %q\napp_token_file = %q\napprovers = [%s]\n[slack.channels.%s]\n",
+			fs.APIURL(), botFile, appFile, approvers, channel)
+	}
+	d := startReloadDaemon(t, body(`"UAPPROVER"`))
+	ctx := context.Background()
+	wait := func(what string, cond func(v fakeslack.View) bool) {
+		t.Helper()
+		if !fs.Wait(10*time.Second, cond) {
+			t.Fatalf("timed out waiting for %s; log:\n%s", what, d.log)
+		}
+	}
+	wait("the bot to connect", func(v fakeslack.View) bool { return v.Connected() && v.Connections() == 1 })
+
+	// A run from Slack, its first proposal waiting in its thread.
+	_, thread := fs.Mention(approver, channel, "", "write some files")
+	var agentID string
+	if !testutil.Wait(10*time.Second, func() bool {
+		list, _ := apitest.Agents(ctx, d.c)
+		for _, a := range list {
+			if a.Pending != nil && a.Pending.Status == api.ProposalPending {
+				agentID = a.ID
+			}
+		}
+		return agentID != ""
+	}) {
+		t.Fatalf("no proposal from the run started in Slack; log:\n%s", d.log)
+	}
+	// startReloadDaemon's model proposes write_file at every step.
+	wait("the proposal in the thread", func(v fakeslack.View) bool {
+		return slices.ContainsFunc(v.Messages(channel, thread), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "write_file") })
+	})
+
+	reload := func() *api.ReloadResult {
+		t.Helper()
+		res, err := d.c.Reload(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// Nothing of the bots changed: the connection stays.
+	d.write(body(`"UAPPROVER"`) + "[log]\nlevel = \"debug\"\n")
+	if res := reload(); res.BotsRestarted {
+		t.Errorf("a reload changing no bot setting restarted the bots: %+v", res)
+	}
+	fs.Wait(0, func(v fakeslack.View) bool {
+		if !v.Connected() || v.Connections() != 1 {
+			t.Errorf("after a reload changing nothing of the bots: connected %v, %d connections; want the first one kept", v.Connected(), v.Connections())
+		}
+		return true
+	})
+
+	// A [slack] key changed: the bot restarts, and the proposal is decided from its thread.
+	d.write(body(`"UAPPROVER", "UOTHER"`))
+	if res := reload(); !res.BotsRestarted || !slices.Contains(res.Applied, "slack.approvers") {
+		t.Errorf("reload result %+v, want slack.approvers applied and the bots restarted", res)
+	}
+	wait("the restarted bot to connect", func(v fakeslack.View) bool { return v.Connected() && v.Connections() == 2 })
+	fs.Say(approver, channel, "channel", thread, "y", false)
+	var ps []api.Proposal
+	if !testutil.Wait(10*time.Second, func() bool {
+		var err error
+		if ps, err = api.ProposalsRoute.Do(ctx, d.c, agentID, api.None{}); err != nil {
+			t.Fatal(err)
+		}
+		// Run, so decided: the folder does not exist, which fails the command itself.
+		return len(ps) > 0 && (ps[0].Status == api.ProposalSucceeded || ps[0].Status == api.ProposalFailed)
+	}) {
+		t.Fatalf("the proposal posted before the restart was not decided from its thread: %+v; log:\n%s", ps, d.log)
+	}
+
+	// The tokens rotated: the files change, the config does not.
+	fs.RotateTokens("xoxb-rotated-bot", "xapp-rotated-app")
+	writeTokens("xoxb-rotated-bot", "xapp-rotated-app")
+	if res := reload(); !res.BotsRestarted || !slices.Contains(res.Applied, "bot tokens") {
+		t.Errorf("reload after a token rotation: %+v, want the bots restarted for their tokens", res)
+	}
+	wait("the bot to connect with the new tokens", func(v fakeslack.View) bool { return v.Connected() && v.Connections() == 3 })
+
+	// A token file gone: refused, and the bot running keeps its connection.
+	os.Remove(botFile)
+	_, err := d.c.Reload(ctx)
+	if err == nil || !strings.Contains(err.Error(), "slack bot token") {
+		t.Errorf("reload with the bot token file gone: %v, want a refusal naming the slack bot token", err)
+	}
+	fs.Wait(0, func(v fakeslack.View) bool {
+		if !v.Connected() || v.Connections() != 3 {
+			t.Errorf("after a refused reload: connected %v, %d connections; want the bot kept", v.Connected(), v.Connections())
+		}
+		return true
+	})
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{fs.BotToken, fs.AppToken, "xoxb-rotated-bot", "xapp-rotated-app"} {
+		if strings.Contains(d.log.String(), secret) {
+			t.Error("a Slack token is in the daemon's logs")
+		}
 	}
 }

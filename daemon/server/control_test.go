@@ -70,19 +70,9 @@ func TestSocketRefusesAgentCommands(t *testing.T) {
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
 	cfg.Slack.Enabled = false
 	asked := make(chan int32, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
-			IsAgentCommand: func(pid int32) bool { asked <- pid; return true }})
-	}()
-	defer func() { cancel(); <-done }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the daemon did not start: %v", err)
-	}
-	_, err := (&api.Client{Socket: cfg.Socket}).Status(ctx)
+	stop := runDaemonWith(t, cfg, slog.New(slog.DiscardHandler), Options{IsAgentCommand: func(pid int32) bool { asked <- pid; return true }})
+	defer stop()
+	_, err := (&api.Client{Socket: cfg.Socket}).Status(context.Background())
 	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "requests from commands an agent runs are refused") {
 		t.Fatalf("Status = %v, want 403 refusing an agent's command", err)
 	}

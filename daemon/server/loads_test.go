@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -185,5 +188,65 @@ func TestMixedWorkloadNeverReloadsTheModel(t *testing.T) {
 			}
 			t.Logf("%d requests, calls by kind %v", len(loads), work.seen)
 		})
+	}
+}
+
+// TestDaemonPoolOfTwoHosts starts the daemon on two fake Ollama servers listed in
+// [[ollama.hosts]]: status shows both with their slots and models, /v0/metrics has their
+// gauges, and with one down an agent still steps on the other.
+func TestDaemonPoolOfTwoHosts(t *testing.T) {
+	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
+	for _, f := range []*ollamatest.Fake{a, b} {
+		f.Script(proposal("ask_user", `{"question":"ready?"}`))
+	}
+	cfg := config.Default()
+	cfg.Ollama.Model = ollamatest.TinyModelName
+	cfg.Ollama.Hosts = []config.OllamaHost{{URL: a.URL(), Slots: 2}, {URL: b.URL(), Models: []string{ollamatest.TinyModelName}}}
+	cfg.WebCommands.Enabled = false
+	cfg.StateDir, cfg.Socket = t.TempDir(), filepath.Join(testutil.ShortTempDir(t), "s.sock")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	defer runDaemon(t, cfg, slog.New(slog.DiscardHandler))()
+	c := &api.Client{Socket: cfg.Socket}
+
+	a.SetDown(true)
+	ag, err := c.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "pooled", Description: "d", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "a step on the host that is up", func() bool {
+		got, err := c.Agent(context.Background(), ag.ID)
+		return err == nil && got.State == api.StateAwaitingDecision
+	})
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := st.Ollama.Hosts
+	if len(hs) != 2 || hs[0].Up || hs[0].Slots != 2 || !hs[1].Up || hs[1].Slots != 1 || hs[1].Served == 0 ||
+		!hs[1].ModelsConfigured || len(st.Ollama.Queue) != 2 {
+		t.Errorf("status: %+v", st.Ollama)
+	}
+
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", cfg.Socket)
+	}}}
+	resp, err := hc.Get("http://agentd/v0/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`agentd_ollama_host_up{host="` + a.URL() + `"} 0`,
+		`agentd_ollama_host_up{host="` + b.URL() + `"} 1`,
+		`agentd_ollama_host_failing_models{host="` + b.URL() + `"} 0`,
+		`agentd_model_queue_length{class="interactive"} 0`,
+		`agentd_model_queue_wait_seconds_count{class="interactive"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/v0/metrics lacks %q", want)
+		}
 	}
 }

@@ -244,20 +244,9 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 	cfg.MCP.Servers = []config.MCPServer{{Name: "down", URL: "http://127.0.0.1:1/mcp", Timeout: config.Duration{Duration: time.Second}}}
 	before := daemonGoroutines()
 	hup := make(chan os.Signal, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
-			Reloads: hup, Load: func() (*config.Config, error) { return cfg, nil }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the daemon did not start: %v", err)
-	}
+	stop := runDaemonWith(t, cfg, slog.New(slog.DiscardHandler), Options{Reloads: hup, Load: func() (*config.Config, error) { return cfg, nil }})
 	hup <- syscall.SIGHUP
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
 	noGoroutinesLeft(t, before)

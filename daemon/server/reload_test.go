@@ -93,29 +93,8 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	log := cfg.Log.Logger(d.log, level)
 	var notesMu sync.Mutex
 	var notes []string
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }, Load: load, ConfigPath: d.file,
-			Reloads: d.hup, LogLevel: level, Notify: func(s string) { notesMu.Lock(); notes = append(notes, s); notesMu.Unlock() }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the daemon did not start: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the daemon did not start")
-	}
-	var stopped error
-	d.stop = sync.OnceValue(func() error {
-		cancel()
-		select {
-		case stopped = <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the daemon did not stop")
-		}
-		return stopped
-	})
+	d.stop = sync.OnceValue(runDaemonWith(t, cfg, log, Options{Load: load, ConfigPath: d.file, Reloads: d.hup, LogLevel: level,
+		Notify: func(s string) { notesMu.Lock(); notes = append(notes, s); notesMu.Unlock() }}))
 	t.Cleanup(func() { d.stop() })
 	d.c = &api.Client{Socket: sock}
 	d.notes = func() []string { notesMu.Lock(); defer notesMu.Unlock(); return slices.Clone(notes) }

@@ -12,29 +12,26 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
-// freePort returns a loopback address nothing listens on now.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+// consoleDaemon runs a daemon, stopped when the test ends, whose web console listens on a
+// free loopback address: from the start when enabled, else once agentctl web asks.
+func consoleDaemon(t *testing.T, enabled bool) *config.Config {
+	cfg := testConfig(t, ollamatest.NewFake(t), "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	cfg.WebConsole.Enabled, cfg.WebConsole.Listen = enabled, testutil.FreeAddr(t)
+	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { stop() })
+	return cfg
 }
 
 // TestWebConsoleOffUntilAsked: by default nothing listens on [web_console] listen;
 // agentctl web's call starts the console there and its login URL logs a browser in once.
 func TestWebConsoleOffUntilAsked(t *testing.T) {
-	model := ollamatest.NewFake(t)
-	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
-	cfg.Slack.Enabled = false
-	cfg.WebConsole.Listen = freePort(t)
-	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
-	defer stop()
+	cfg := consoleDaemon(t, false)
 
 	if c, err := net.DialTimeout("tcp", cfg.WebConsole.Listen, time.Second); err == nil {
 		c.Close()
@@ -75,12 +72,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 
 // TestWebConsoleEnabled: [web_console] enabled serves it from the start.
 func TestWebConsoleEnabled(t *testing.T) {
-	model := ollamatest.NewFake(t)
-	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
-	cfg.Slack.Enabled = false
-	cfg.WebConsole.Enabled, cfg.WebConsole.Listen = true, freePort(t)
-	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
-	defer stop()
+	cfg := consoleDaemon(t, true)
 	resp, err := http.Get("http://" + cfg.WebConsole.Listen + "/")
 	if err != nil {
 		t.Fatalf("the enabled console does not listen: %v", err)
@@ -94,12 +86,7 @@ func TestWebConsoleEnabled(t *testing.T) {
 // agentctl web logout ends every console session through the socket: the logged-in
 // browser is logged out, and a login URL not used yet no longer works.
 func TestWebLogoutEndsEverySession(t *testing.T) {
-	model := ollamatest.NewFake(t)
-	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
-	cfg.Slack.Enabled = false
-	cfg.WebConsole.Listen = freePort(t)
-	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
-	defer stop()
+	cfg := consoleDaemon(t, false)
 	c := &api.Client{Socket: cfg.Socket}
 	used, err := c.Web().Login(context.Background())
 	if err != nil {

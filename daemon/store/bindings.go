@@ -79,6 +79,21 @@ func (t *Tx) ChatMessageAt(platform, channel, message string) (*ChatMessage, err
 	return &m, nil
 }
 
+// AnswerChatMessage records the first answer to the question posted as message in
+// channel, on its row, and reports whether this is it: a second answer reports false,
+// whoever answers first, for as long as the question's row is kept (a question posted
+// again for the same step is a new row, unanswered). A message that is no question's
+// reports false.
+func (t *Tx) AnswerChatMessage(platform, channel, message string) (bool, error) {
+	res, err := t.exec(`UPDATE chat_messages SET answered_at = ? WHERE platform = ? AND channel = ? AND message = ? AND answered_at = 0`,
+		max(ms(t.now), 1), platform, channel, message)
+	if err != nil {
+		return false, fmt.Errorf("store: chat answer: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
 // FirstDelivery records key, a chat message or click the relay handles, in platform's
 // scope and reports whether it is new there: a second call with the same key reports
 // false, whoever calls first. Each scope keeps its last keep keys; older ones are

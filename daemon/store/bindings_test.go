@@ -2,26 +2,26 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 func TestBindingsSurviveReopen(t *testing.T) {
 	s, path := open(t)
 	a := seed(t, s)
-	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.Bind(&Binding{Platform: "slack", Team: "T1", Channel: "C1", Thread: "100.1", AgentID: a.ID, RunID: "r-1", CreatedBy: "U1", EndPost: "100.9", EndRun: "r-1"}); err != nil {
 			return err
 		}
 		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s2 := reopen(t, s, path)
-	err = s2.View(ctx, func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		b, err := tx.BindingByThread("slack", "C1", "100.1")
 		if err != nil {
 			return err
@@ -57,9 +57,6 @@ func TestBindingsSurviveReopen(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestBindingsKeepTheLatestPerAgent(t *testing.T) {
@@ -115,5 +112,113 @@ func TestChatDeliveriesRememberedAndBounded(t *testing.T) {
 	s2 := reopen(t, s, path)
 	if first(s2, "slack", "", "m4") || first(s2, "discord", "", "m1") {
 		t.Error("a delivery recorded before the reopen was new again")
+	}
+}
+
+// A team run's thread survives a reopen; its seq only moves forward; an ended run's
+// binding is no longer listed (nothing to follow) but its thread is still found.
+func TestTeamBindings(t *testing.T) {
+	s, path := open(t)
+	mustTx(t, s, func(tx *Tx) error {
+		for _, id := range []string{"t-1", "t-2"} {
+			if err := tx.InsertTeamRun(&TeamRun{TeamRun: api.TeamRun{ID: id, Workflow: "w", Task: "x", Status: api.TeamRunning, State: "a"}, Source: "s"}); err != nil {
+				return err
+			}
+		}
+		if err := tx.BindTeam(&TeamBinding{TeamRunID: "t-1", Platform: "slack", Team: "T1", Channel: "C1", Thread: "100.1", CreatedBy: "U1"}); err != nil {
+			return err
+		}
+		if err := tx.BindTeam(&TeamBinding{TeamRunID: "t-2", Platform: "slack", Channel: "C1", Thread: "100.2"}); err != nil {
+			return err
+		}
+		if err := tx.SetTeamSeq("t-1", "slack", 5); err != nil {
+			return err
+		}
+		if err := tx.SetTeamSeq("t-1", "slack", 3); err != nil { // late: ignored
+			return err
+		}
+		r, err := tx.TeamRun("t-2")
+		if err != nil {
+			return err
+		}
+		r.Status = api.TeamFinished
+		return tx.UpdateTeamRun(r)
+	})
+	s2 := reopen(t, s, path)
+	mustView(t, s2, func(tx *Tx) error {
+		all, err := tx.TeamBindings()
+		if err != nil {
+			return err
+		}
+		if len(all) != 1 || all[0].TeamRunID != "t-1" || all[0].Seq != 5 || all[0].Team != "T1" || all[0].CreatedBy != "U1" {
+			t.Errorf("running team bindings = %+v", all)
+		}
+		b, err := tx.TeamBindingByThread("slack", "C1", "100.2")
+		if err != nil || b.TeamRunID != "t-2" {
+			t.Errorf("ended run's thread = %+v, %v", b, err)
+		}
+		if _, err := tx.TeamBindingByThread("discord", "C1", "100.1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("other platform: %v", err)
+		}
+		return nil
+	})
+}
+
+// A question takes one answer for as long as its row is kept: a second answer is refused,
+// after a reopen too and after 4,097 other questions were answered (no ring forgets it);
+// the same step asked again is a new question, with an answer of its own.
+func TestAQuestionTakesOneAnswerHoweverManyOthersAndAfterAReopen(t *testing.T) {
+	s, path := open(t)
+	a := seed(t, s)
+	ctx := context.Background()
+	answer := func(s *Store, channel, message string) bool {
+		t.Helper()
+		var ok bool
+		if err := s.Tx(ctx, func(tx *Tx) (err error) { ok, err = tx.AnswerChatMessage("slack", channel, message); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	ask := func(s *Store, proposal, message string) {
+		t.Helper()
+		if err := s.Tx(ctx, func(tx *Tx) error {
+			return tx.SetChatMessage(&ChatMessage{ProposalID: proposal, Platform: "slack", Kind: "rewind", Channel: "C1", Message: message})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask(s, "p-1", "100.2")
+	if !answer(s, "C1", "100.2") || answer(s, "C1", "100.2") {
+		t.Fatal("a question's first answer was refused, or its second taken")
+	}
+	if answer(s, "C1", "100.3") || answer(s, "C2", "100.2") {
+		t.Error("a message that is no question took an answer")
+	}
+	err := s.Tx(ctx, func(tx *Tx) error {
+		for i := range 4097 {
+			id := fmt.Sprintf("p-x%d", i)
+			if err := tx.InsertProposal(&api.Proposal{ID: id, AgentID: a.ID, RunID: "r-1", Step: 2 + i, Command: "read_file",
+				Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: api.ProposalPending}); err != nil {
+				return err
+			}
+			if err := tx.SetChatMessage(&ChatMessage{ProposalID: id, Platform: "slack", Kind: "rewind", Channel: "C1", Message: "200." + id}); err != nil {
+				return err
+			}
+			if ok, err := tx.AnswerChatMessage("slack", "C1", "200."+id); err != nil || !ok {
+				return fmt.Errorf("answer %d: %v, %v", i, ok, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := reopen(t, s, path)
+	if answer(s2, "C1", "100.2") {
+		t.Error("a question answered before 4,097 others and a reopen took a second answer")
+	}
+	ask(s2, "p-1", "100.9")
+	if !answer(s2, "C1", "100.9") || answer(s2, "C1", "100.2") {
+		t.Error("the step asked again did not take its own one answer, or the old question came back")
 	}
 }

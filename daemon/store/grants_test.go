@@ -17,10 +17,9 @@ import (
 func TestGrantsSurviveRestart(t *testing.T) {
 	s, path := open(t)
 	a := seed(t, s)
-	ctx := context.Background()
 	exp := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond).UTC()
 	past := time.Now().Add(-time.Minute)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		for _, g := range []*api.Grant{
 			{ID: "g-count", AgentID: a.ID, Kind: api.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, RunID: "r-1"},
 			{ID: "g-exact", AgentID: a.ID, Kind: api.GrantExact, By: "ana", Source: "slack", Label: "y!", Command: "write_file", Hash: "abc"},
@@ -44,11 +43,8 @@ func TestGrantsSurviveRestart(t *testing.T) {
 		return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "grant",
 			By: "root", Grant: "g-count", GrantLabel: "root's y -3 (1 left)"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s2 := reopen(t, s, path)
-	err = s2.View(ctx, func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		all, err := tx.Grants(a.ID)
 		if err != nil {
 			return err
@@ -88,9 +84,6 @@ func TestGrantsSurviveRestart(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // An agent left in auto mode by an older agentd keeps its steps as a count grant.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,9 +17,7 @@ func TestScheduleRoundTrip(t *testing.T) {
 		Template: "notes", Goal: "summarize ~/notes", Autonomy: api.Autonomy{Mode: "patterns", Allow: []string{"read_file(*)"}},
 		Budget: api.Budget{MaxSteps: 3, MaxTokens: 5000}, Delivery: "agentctl", Concurrency: "queue", Missed: "run_once"},
 		MaxWall: 90 * time.Minute}
-	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertSchedule(in) }); err != nil {
-		t.Fatal(err)
-	}
+	mustTx(t, s, func(tx *Tx) error { return tx.InsertSchedule(in) })
 	err := s.Tx(ctx, func(tx *Tx) error {
 		dup := *in
 		dup.ID = "s-2"
@@ -41,7 +40,7 @@ func TestScheduleRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = s.View(ctx, func(tx *Tx) error {
+	mustView(t, s, func(tx *Tx) error {
 		got, err := tx.ScheduleByName("notes")
 		if err != nil {
 			return err
@@ -56,9 +55,6 @@ func TestScheduleRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestScheduleRunsRecordAndEnd(t *testing.T) {
@@ -66,7 +62,7 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 	ctx := context.Background()
 	seed(t, s) // agent a-1 with run r-1
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertSchedule(&Schedule{Schedule: api.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
 			Goal: "g", Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 			return err
@@ -81,10 +77,7 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 		// A record for a removed schedule is dropped, not an error.
 		return tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-3", ScheduleID: "gone", Scheduled: t0, Outcome: "missed"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.EndRun("r-1", "budget_exhausted", "3 steps"); err != nil {
 			return err
 		}
@@ -102,9 +95,6 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.View(ctx, func(tx *Tx) error {
 		runs, err := tx.ScheduleRuns("s-1", 0)
 		if err != nil {
@@ -132,7 +122,7 @@ func TestRunCountsStepsAndTokens(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
 	a := seed(t, s)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		a.PromptTokens, a.EvalTokens = 100, 20
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
@@ -146,9 +136,6 @@ func TestRunCountsStepsAndTokens(t *testing.T) {
 		a.Step, a.PromptTokens, a.EvalTokens = 2, 150, 40
 		return tx.UpdateAgent(a)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.View(ctx, func(tx *Tx) error {
 		runs, err := tx.BudgetedRuns()
 		if err != nil || len(runs) != 1 || runs[0].ID != "r-2" || runs[0].TokensBase != 120 || runs[0].MaxWall != time.Minute {
@@ -167,4 +154,132 @@ func TestRunCountsStepsAndTokens(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestWakeState: what a run saw and the failed checks in a row survive a reopen, are
+// kept apart (a failure leaves seen alone, a run's start leaves the failures), and go
+// with their schedule; a schedule removed meanwhile gets no row.
+func TestWakeState(t *testing.T) {
+	s, path := open(t)
+	ctx := context.Background()
+	sched := &Schedule{Schedule: api.Schedule{ID: "s-1", Name: "inbox", Spec: "* * * * *", Template: "inbox", Goal: "triage",
+		Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}
+	mustTx(t, s, func(tx *Tx) error { return tx.InsertSchedule(sched) })
+	mustView(t, s, func(tx *Tx) error {
+		if _, err := tx.WakeState("s-1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("before any check: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	var counts []int
+	err := s.Tx(ctx, func(tx *Tx) error {
+		for range 2 {
+			n, err := tx.WakeCheckFailed("s-1", "notes: does not exist")
+			if err != nil {
+				return err
+			}
+			counts = append(counts, n)
+		}
+		return tx.SetWakeSeen("s-1", `{"a":1}`)
+	})
+	if err != nil || len(counts) != 2 || counts[0] != 1 || counts[1] != 2 {
+		t.Fatalf("failures counted %v, %v; want [1 2]", counts, err)
+	}
+	s.Close()
+	if s, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var w *WakeState
+	read := func() {
+		t.Helper()
+		if err := s.View(ctx, func(tx *Tx) (err error) { w, err = tx.WakeState("s-1"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if w.Seen != `{"a":1}` || w.SeenAt.IsZero() || w.Failures != 2 || w.LastError != "notes: does not exist" || w.FailedAt.IsZero() {
+		t.Fatalf("after reopen: %+v", w)
+	}
+	mustTx(t, s, func(tx *Tx) error { return tx.WakeCheckPassed("s-1") })
+	read()
+	if w.Failures != 0 || w.Seen != `{"a":1}` || w.LastError == "" {
+		t.Fatalf("after a passed check: %+v", w)
+	}
+	mustTx(t, s, func(tx *Tx) error {
+		if err := tx.DeleteSchedule("s-1"); err != nil {
+			return err
+		}
+		if n, err := tx.WakeCheckFailed("s-1", "x"); n != 0 || err != nil {
+			t.Errorf("failure of a removed schedule: %d, %v", n, err)
+		}
+		if err := tx.SetWakeSeen("s-1", "{}"); err != nil {
+			t.Errorf("seen of a removed schedule: %v", err)
+		}
+		if _, err := tx.WakeState("s-1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a removed schedule's state: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+}
+
+// TestDaemonStartedRunsAndHelperLinks checks what a restart reads to queue runs as batch
+// work: open runs a schedule or a team started, and open helper runs with their parents'.
+func TestDaemonStartedRunsAndHelperLinks(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	seed(t, s) // agent a-1, run r-1, proposal p-1 of r-1
+	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	mustTx(t, s, func(tx *Tx) error {
+		if err := tx.InsertSchedule(&Schedule{Schedule: api.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
+			Goal: "g", Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
+			return err
+		}
+		if err := tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: t0, Started: t0, Outcome: "started", RunID: "r-1"}); err != nil {
+			return err
+		}
+		h := &Agent{Agent: api.Agent{ID: "a-2", Name: "one/h", State: api.StateThinking, Workspace: "/tmp/ws/h", RunID: "r-2", ParentID: "a-1"}}
+		if err := tx.InsertAgent(h); err != nil {
+			return err
+		}
+		if err := tx.StartRun("r-2", "a-2", "help"); err != nil {
+			return err
+		}
+		return tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-2", HelperRun: "r-2"})
+	})
+	var ids []string
+	var links []RunLink
+	read := func() {
+		t.Helper()
+		err := s.View(ctx, func(tx *Tx) (err error) {
+			if ids, err = tx.DaemonStartedRuns(); err != nil {
+				return err
+			}
+			links, err = tx.HelperRunLinks()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if !slices.Equal(ids, []string{"r-1"}) {
+		t.Errorf("daemon-started runs = %v, want [r-1]", ids)
+	}
+	if want := (RunLink{HelperRun: "r-2", ParentID: "a-1", ParentRun: "r-1"}); len(links) != 1 || links[0] != want {
+		t.Errorf("helper links = %+v, want [%+v]", links, want)
+	}
+	// Ended runs are no one's to queue.
+	if err := s.Tx(ctx, func(tx *Tx) error {
+		if err := tx.EndRun("r-1", "finished", ""); err != nil {
+			return err
+		}
+		return tx.EndRun("r-2", "finished", "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if len(ids) != 0 || len(links) != 0 {
+		t.Errorf("after the runs ended: runs %v, links %+v; want none", ids, links)
+	}
 }

@@ -435,4 +435,8 @@ var migrations = []string{
 		failed_at INTEGER NOT NULL DEFAULT 0
 	) WITHOUT ROWID;
 	ALTER TABLE schedules ADD COLUMN conditions TEXT NOT NULL DEFAULT '';`,
+	// When a question's message was first answered (0: not yet), on the question's own
+	// row: a rewind question takes one answer for as long as it can be clicked, across
+	// restarts and however many others are answered (AnswerChatMessage).
+	`ALTER TABLE chat_messages ADD COLUMN answered_at INTEGER NOT NULL DEFAULT 0;`,
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,22 @@ func open(t *testing.T) (*Store, string) {
 	return s, path
 }
 
+// mustTx runs fn in a write transaction and fails the test on its error.
+func mustTx(t *testing.T, s *Store, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := s.Tx(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustView runs fn in a read transaction and fails the test on its error.
+func mustView(t *testing.T, s *Store, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := s.View(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // reopen closes s and opens the store at path again, as a restarted daemon does.
 func reopen(t *testing.T, s *Store, path string) *Store {
 	t.Helper()
@@ -41,7 +59,7 @@ func seed(t *testing.T, s *Store) *Agent {
 	t.Helper()
 	a := &Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
 		Goals: []string{"g"}, Policy: api.Policy{Mode: "ask"}}}
-	err := s.Tx(context.Background(), func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertAgent(a); err != nil {
 			return err
 		}
@@ -51,9 +69,6 @@ func seed(t *testing.T, s *Store) *Agent {
 		return tx.InsertProposal(&api.Proposal{ID: "p-1", AgentID: a.ID, RunID: "r-1", Step: 1, Command: "read_file",
 			Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: api.ProposalPending})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return a
 }
 
@@ -66,7 +81,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s2.Close()
-	err = s2.View(context.Background(), func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		a, err := tx.AgentByName("one")
 		if err != nil {
 			return err
@@ -83,9 +98,6 @@ func TestReopenKeepsEverything(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestFirstDecisionWins(t *testing.T) {
@@ -242,7 +254,7 @@ func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
 		t.Helper()
 		clock = at
 		var got *Agent
-		err := s.Tx(context.Background(), func(tx *Tx) error {
+		mustTx(t, s, func(tx *Tx) error {
 			cur, err := tx.Agent(a.ID)
 			if err != nil {
 				return err
@@ -254,9 +266,6 @@ func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
 			got, err = tx.Agent(a.ID)
 			return err
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		return got
 	}
 	start := clock
@@ -274,4 +283,188 @@ func (t *Tx) CountEpisodes(agentID string) (int, error) {
 	var n int
 	err := t.queryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
 	return n, err
+}
+
+// TestDecisionKeepsTheChatDecidersName: a chat decision's display name (by_name) is
+// stored beside the id, so history and replay name the person as follow did.
+func TestDecisionKeepsTheChatDecidersName(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	mustTx(t, s, func(tx *Tx) error {
+		return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "slack", By: "U04ABC", ByName: "Ana Lima"})
+	})
+	mustView(t, s, func(tx *Tx) error {
+		d, err := tx.LastDecision("p-1")
+		if err != nil {
+			return err
+		}
+		if d.By != "U04ABC" || d.ByName != "Ana Lima" {
+			t.Errorf("decision by %q named %q, want U04ABC named Ana Lima", d.By, d.ByName)
+		}
+		return nil
+	})
+}
+
+// TestProposalPreviewSurvivesReopen: a proposal's preview is stored with it and read back
+// whole after the store is reopened; a proposal without one reads back without one.
+func TestProposalPreviewSurvivesReopen(t *testing.T) {
+	s, path := open(t)
+	seed(t, s) // p-1: no preview
+	pv := &api.Preview{Kind: api.PreviewProgram, Programs: [][]string{{"ls", "-l"}, {"wc"}},
+		Dir: "/ws", Sandbox: "bwrap", Network: "none", Note: "n\u202e"}
+	mustTx(t, s, func(tx *Tx) error {
+		return tx.InsertProposal(&api.Proposal{ID: "p-2", AgentID: "a-1", RunID: "r-1", Step: 2, Command: "execute_shell",
+			Args: json.RawMessage(`{"command_line":"ls -l | wc"}`), Hash: "h2", Status: api.ProposalSuperseded, Preview: pv})
+	})
+	s2 := reopen(t, s, path)
+	mustView(t, s2, func(tx *Tx) error {
+		p1, err := tx.Proposal("p-1")
+		if err != nil {
+			return err
+		}
+		p2, err := tx.Proposal("p-2")
+		if err != nil {
+			return err
+		}
+		if p1.Preview != nil {
+			t.Errorf("p-1 has a preview: %+v", p1.Preview)
+		}
+		if !reflect.DeepEqual(p2.Preview, pv) {
+			t.Errorf("p-2 preview = %+v, want %+v", p2.Preview, pv)
+		}
+		return nil
+	})
+}
+
+func TestHelpersAndWaits(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	mustTx(t, s, func(tx *Tx) error {
+		h := &Agent{Agent: api.Agent{ID: "a-2", Name: "one/helper", State: api.StateThinking, Workspace: "/tmp/ws/agents/helper",
+			RunID: "r-2", ParentID: "a-1", Policy: api.Policy{Mode: "ask"}}}
+		if err := tx.InsertAgent(h); err != nil {
+			return err
+		}
+		return tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-2", HelperRun: "r-2"})
+	})
+	mustTx(t, s, func(tx *Tx) error {
+		hs, err := tx.Helpers("a-1")
+		if err != nil {
+			return err
+		}
+		if len(hs) != 1 || hs[0].ParentID != "a-1" || hs[0].Name != "one/helper" {
+			t.Fatalf("helpers of a-1 = %+v", hs)
+		}
+		if top, err := tx.Helpers(""); err != nil || len(top) != 0 {
+			t.Fatalf("helpers of \"\" = %v, %v; want none: top-level agents are no one's helpers", top, err)
+		}
+		w, err := tx.WaitOn("r-2")
+		if err != nil || w.ProposalID != "p-1" || w.HelperID != "a-2" {
+			t.Fatalf("WaitOn = %+v, %v", w, err)
+		}
+		if w, err := tx.WaitFor("p-1"); err != nil || w.HelperRun != "r-2" {
+			t.Fatalf("WaitFor = %+v, %v", w, err)
+		}
+		if ok, err := tx.DeleteWait("p-1"); !ok || err != nil {
+			t.Fatalf("first DeleteWait = %v, %v", ok, err)
+		}
+		if ok, err := tx.DeleteWait("p-1"); ok || err != nil {
+			t.Fatalf("second DeleteWait = %v, %v; want false: a helper's end is delivered once", ok, err)
+		}
+		if _, err := tx.WaitOn("r-2"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("WaitOn after delete: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestWaitGoesWithItsParent(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	ctx := context.Background()
+	mustTx(t, s, func(tx *Tx) error {
+		if err := tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-9", HelperRun: "r-9"}); err != nil {
+			return err
+		}
+		return tx.DeleteAgent("a-1")
+	})
+	s.View(ctx, func(tx *Tx) error {
+		if ws, err := tx.Waits(); err != nil || len(ws) != 0 {
+			t.Fatalf("waits after the parent's removal = %v, %v", ws, err)
+		}
+		return nil
+	})
+}
+
+// The batch lookups that list every agent agree with the per-agent ones, agent by agent.
+func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
+	s, _ := open(t)
+	statuses := []api.ProposalStatus{api.ProposalSucceeded, api.ProposalPending, api.ProposalApproved, api.ProposalFailed}
+	mustTx(t, s, func(tx *Tx) error {
+		for i := range 5 {
+			a := &Agent{Agent: api.Agent{ID: fmt.Sprintf("a-%d", i), Name: fmt.Sprintf("n%d", i), State: api.StateThinking,
+				Workspace: "/tmp/ws", RunID: fmt.Sprintf("r-%d", i), Policy: api.Policy{Mode: "ask"}}}
+			if err := tx.InsertAgent(a); err != nil {
+				return err
+			}
+			if err := tx.StartRun(a.RunID, a.ID, "task"); err != nil {
+				return err
+			}
+			for j := range i { // agent i has i proposals; its statuses cycle
+				p := &api.Proposal{ID: fmt.Sprintf("p-%d-%d", i, j), AgentID: a.ID, RunID: a.RunID, Step: j + 1,
+					Command: "read_file", Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: statuses[(i+j)%len(statuses)]}
+				if err := tx.InsertProposal(p); err != nil {
+					return err
+				}
+				if j == 1 {
+					if err := tx.SetQuestion(a.ID, &api.Question{ProposalID: p.ID, Text: "which? " + p.ID}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	mustView(t, s, func(tx *Tx) error {
+		open, err := tx.OpenProposals(AgentRange{}, false)
+		if err != nil {
+			return err
+		}
+		qs, err := tx.Questions(AgentRange{})
+		if err != nil {
+			return err
+		}
+		var opens, asked int
+		for i := range 5 {
+			id := fmt.Sprintf("a-%d", i)
+			want, err := tx.OpenProposal(id)
+			if errors.Is(err, ErrNotFound) {
+				want = nil
+			} else if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(open[id], want) {
+				t.Errorf("agent %s: OpenProposals gives %+v, OpenProposal %+v", id, open[id], want)
+			}
+			wq, err := tx.Question(id)
+			if errors.Is(err, ErrNotFound) {
+				wq = nil
+			} else if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(qs[id], wq) {
+				t.Errorf("agent %s: Questions gives %+v, Question %+v", id, qs[id], wq)
+			}
+			if want != nil {
+				opens++
+			}
+			if wq != nil {
+				asked++
+			}
+		}
+		if opens == 0 || asked == 0 || len(open) != opens || len(qs) != asked {
+			t.Errorf("%d open proposals, %d questions (maps %d, %d): want some of each and no extra agents", opens, asked, len(open), len(qs))
+		}
+		return nil
+	})
 }

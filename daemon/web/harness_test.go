@@ -20,11 +20,8 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/schedule/wake"
-	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -58,24 +55,14 @@ func newEnv(t testing.TB) *env {
 	e := &env{t: t, model: ollamatest.NewFake(t), logs: &testutil.SyncBuffer{}}
 	e.model.OnChat(e.chat)
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc, err := llm.New(e.model.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := agenttest.OpenStore(t, dir)
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sopt := agent.OptionsOf(config.Default())
-	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
-	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"write_file", "read_file", "ask_user", "finish"}
-	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log, sopt.Memory = st, lc, dir, log, agent.MemoryOf(config.Default().Memory, ix)
-	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	sopt := agenttest.Options(t, st, dir, e.model.URL(), ollamatest.TinyModelName, "write_file", "read_file", "ask_user", "finish")
+	sopt.Log, sopt.Memory = log, agent.MemoryOf(config.Default().Memory, ix)
 	e.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +94,6 @@ func newEnv(t testing.TB) *env {
 		e.mgr.Close()
 		cancel()
 		e.sup.Wait()
-		st.Close()
 		ix.Close()
 	})
 	return e

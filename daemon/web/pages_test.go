@@ -8,9 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/agenttest"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // teamsService adds a team run waiting for its coder to the real service.
@@ -94,4 +97,81 @@ func TestAgentsPageIsPaged(t *testing.T) {
 		}
 	}
 	must(t, pages == 3 && slices.Equal(seen, ids), "%d pages listed %d agents, want 3 pages of the %d in order", pages, len(seen), len(ids))
+}
+
+func TestMemorySearchPage(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.login(e)
+	for _, m := range []api.MemoryAddRequest{
+		{Text: "The backup runs nightly at 03:00 from the NAS.", Source: "ops-notes.md"},
+		{Text: "Lunch is at noon <b>sharp</b>.", Source: "a person"},
+	} {
+		_, err := e.sup.API().Memory.AddMemory(context.Background(), m)
+		must(t, err == nil, "%v", err)
+	}
+	// The index takes new memories in the background.
+	must(t, testutil.Wait(10*time.Second, func() bool {
+		ms, _ := e.sup.API().Memory.SearchMemory(context.Background(), api.MemorySearchRequest{Query: "lunch backup"})
+		return len(ms) == 2
+	}), "the memories never reached the index")
+	tests := []struct {
+		name, query, agent string
+		want, not          []string
+	}{
+		{"scores_and_sources", "backup nightly", "", []string{"ops-notes.md", "The backup runs nightly", "shared", `id="memories"`, "words backup, nightly"}, []string{"Lunch"}},
+		{"model_text_escaped", "lunch noon", "", []string{"&lt;b&gt;sharp&lt;/b&gt;"}, []string{"<b>sharp"}},
+		{"unknown_agent_is_a_note", "backup", "nobody", []string{`class="flash"`, "nobody"}, []string{`id="memories"`}},
+		{"no_query_no_table", "", "", []string{`id="q"`}, []string{`id="memories"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := b.get("/memory?" + url.Values{"q": {tt.query}, "agent": {tt.agent}}.Encode())
+			must(t, got.StatusCode == 200, "status %d: %s", got.StatusCode, got.Body)
+			for _, w := range tt.want {
+				must(t, strings.Contains(got.Body, w), "the page does not show %q:\n%s", w, got.Body)
+			}
+			for _, n := range tt.not {
+				must(t, !strings.Contains(got.Body, n), "the page shows %q:\n%s", n, got.Body)
+			}
+		})
+	}
+	// A score is a number with three decimals.
+	got := b.get("/memory?q=backup")
+	must(t, strings.Contains(got.Body, "<td>0.") || strings.Contains(got.Body, "<td>1."), "no score shown:\n%s", got.Body)
+}
+
+// TestGoldenFragments renders the fragments the pages and the stream are made of for the
+// shared preview proposals (a diff, a shell line's programs, a clone's host, each with a
+// bidi, zero-width or escape character in it), so a change to what a person is shown is
+// a reviewed diff. Update with go test -update.
+func TestGoldenFragments(t *testing.T) {
+	con, err := New(Options{Service: service{}})
+	must(t, err == nil, "%v", err)
+	at := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+	for _, p := range apitest.PreviewProposals() {
+		a := &api.Agent{ID: p.AgentID, Name: "researcher", State: api.StateAwaitingDecision, Pending: p, UpdatedAt: at,
+			StepsTotal: p.Step, PromptTokens: 1200, EvalTokens: 300, BusyMS: 4200, Budget: &api.Budget{MaxSteps: 50}}
+		t.Run(p.Command, func(t *testing.T) {
+			var b strings.Builder
+			for _, f := range []struct {
+				name string
+				data any
+			}{
+				{"row", rowOf(a)},
+				{"waiting", waitingOf(a, "CSRF")},
+				{"event", eventOf(api.Event{Seq: 7, Type: api.EventProposal, AgentID: a.ID, Time: at, Proposal: p})},
+			} {
+				html, err := con.fragment(f.name, f.data)
+				must(t, err == nil, "%s: %v", f.name, err)
+				b.WriteString("<!-- " + f.name + " -->\n" + html + "\n")
+			}
+			testutil.Golden(t, "testdata/"+p.Command+".html", []byte(b.String()))
+		})
+	}
+	q := &api.Agent{ID: "a-2", Name: "asker", State: api.StateAwaitingDecision, UpdatedAt: at,
+		Question: &api.Question{ProposalID: "p-9", Text: "Which folder\u202e? <b>docs</b>", AskedAt: at}}
+	html, err := con.fragment("waiting", waitingOf(q, "CSRF"))
+	must(t, err == nil, "%v", err)
+	testutil.Golden(t, "testdata/question.html", []byte(html+"\n"))
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // whenOf reads the schedule form's wake conditions (paths and URLs one per line, one
-// check command, any/all, the failure policy); nil when none is given.
+// check command and whether it may reach the network, any/all, the failure policy);
+// nil when none is given.
 func whenOf(form url.Values) (*api.WakeConditions, error) {
 	lines := func(key string) []string {
 		var out []string
@@ -23,7 +24,7 @@ func whenOf(form url.Values) (*api.WakeConditions, error) {
 		return out
 	}
 	f := api.WhenFlags{Changed: lines("when_changed"), URLs: lines("when_url"), All: form.Get("when_combine") == "all",
-		OnFailure: strings.TrimSpace(form.Get("when_failed"))}
+		OnFailure: strings.TrimSpace(form.Get("when_failed")), Network: form.Get("when_network") != ""}
 	if f.OnFailure == "skip" {
 		f.OnFailure = "" // the form's default
 	}

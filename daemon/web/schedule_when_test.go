@@ -25,6 +25,9 @@ func TestWhenCheck(t *testing.T) {
 			[]string{`class="ok"`, "wakes the model when --when-changed inbox --when-changed notes --when-url https://example.com/feed --when-all"}},
 		{"command_and_policy", url.Values{"when": {"test -s inbox/new"}, "when_failed": {"wake"}, "when_failed_after": {"5"}},
 			[]string{`class="ok"`, "--when &#39;test -s inbox/new&#39; --when-failed wake --when-failed-after 5"}},
+		{"command_with_network", url.Values{"when": {"curl -fs https://example.com/feed"}, "when_network": {"on"}},
+			[]string{`class="ok"`, "--when-network"}},
+		{"network_without_a_command", url.Values{"when_changed": {"inbox"}, "when_network": {"on"}}, []string{`class="bad"`, "--when-network lets the --when commands reach the network"}},
 		{"path_leaves", url.Values{"when_changed": {"../etc"}}, []string{`class="bad"`, "leaves the workspace"}},
 		{"url_scheme", url.Values{"when_url": {"file:///etc/passwd"}}, []string{`class="bad"`, "only http and https"}},
 		{"all_without_conditions", url.Values{"when_combine": {"all"}}, []string{`class="bad"`, "none is given"}},
@@ -44,8 +47,9 @@ func TestWhenCheck(t *testing.T) {
 	}
 }
 
-// The form's conditions reach the schedule, and the daemon's checks against the agent
-// (a path that does not exist) refuse it with their reason.
+// The form's conditions reach the schedule, the check command's network too, and the
+// daemon's checks against the agent (a path that does not exist) refuse it with their
+// reason.
 func TestAddScheduleWithConditions(t *testing.T) {
 	e := newEnv(t)
 	b := e.browser()
@@ -60,4 +64,8 @@ func TestAddScheduleWithConditions(t *testing.T) {
 	must(t, strings.Contains(got.Body, "added triage"), "not added:\n%s", got.Body)
 	s, err := e.mgr.Schedule(context.Background(), "triage")
 	must(t, err == nil && s.When != nil && s.When.Changed[0] == "inbox", "schedule: %+v, %v", s, err)
+
+	// The check command may be given the network, as agentctl's and chat's --when-network do.
+	w, err := whenOf(url.Values{"when": {"curl -fs https://example.com/feed"}, "when_network": {"on"}})
+	must(t, err == nil && w != nil && w.Network, "the form's network box does not reach the conditions: %+v, %v", w, err)
 }

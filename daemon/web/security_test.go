@@ -3,9 +3,15 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentd/agentd/api"
 )
 
 func TestSecurityRefusals(t *testing.T) {
@@ -108,4 +114,194 @@ func mustURL(t testing.TB, s string) *url.URL {
 	u, err := url.Parse(s)
 	must(t, err == nil, "%v", err)
 	return u
+}
+
+// Model text in an SSE fragment cannot end the message or forge an id/event field.
+func TestWriteSSECannotForgeFields(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeSSE(rec, "event", 7, "a\r\nid: 999\revent: reload\n\ndata: x\r\rretry: 1")
+	for _, l := range splitSSE(rec.Body.String()) {
+		if l == "" || hasPrefixAny(l, "data: ", "event: event", "id: 7") {
+			continue
+		}
+		t.Errorf("forged SSE line %q in %q", l, rec.Body.String())
+	}
+}
+
+func splitSSE(s string) []string {
+	var out []string
+	cur := ""
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\r' || s[i] == '\n' {
+			out = append(out, cur)
+			cur = ""
+			continue
+		}
+		cur += string(s[i])
+	}
+	return append(out, cur)
+}
+
+func hasPrefixAny(s string, ps ...string) bool {
+	for _, p := range ps {
+		if len(s) >= len(p) && s[:len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
+
+// clock is a settable time for the auth tests.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestAuthLifetimes(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, a *auth, c *clock)
+	}{
+		{"token_works_once", func(t *testing.T, a *auth, c *clock) {
+			tok := a.newLogin()
+			must(t, a.login(tok) != "", "a fresh token was refused")
+			must(t, a.login(tok) == "", "a spent token logged in again")
+		}},
+		{"token_expires", func(t *testing.T, a *auth, c *clock) {
+			tok := a.newLogin()
+			c.t = c.t.Add(loginTTL + time.Second)
+			must(t, a.login(tok) == "", "an expired token logged in")
+		}},
+		{"empty_and_unknown_tokens", func(t *testing.T, a *auth, c *clock) {
+			a.newLogin()
+			must(t, a.login("") == "" && a.login("nope") == "", "a made-up token logged in")
+		}},
+		{"session_expires_when_idle", func(t *testing.T, a *auth, c *clock) {
+			id := a.login(a.newLogin())
+			c.t = c.t.Add(sessionTTL - time.Minute)
+			_, ok := a.session(id)
+			must(t, ok, "a session in use expired")
+			c.t = c.t.Add(sessionTTL - time.Minute) // used a minute ago: extended
+			_, ok = a.session(id)
+			must(t, ok, "a session used within its lifetime expired")
+			c.t = c.t.Add(sessionTTL + time.Second)
+			_, ok = a.session(id)
+			must(t, !ok, "an idle session outlived its lifetime")
+		}},
+		{"logout_ends_session", func(t *testing.T, a *auth, c *clock) {
+			id := a.login(a.newLogin())
+			a.logout(id)
+			_, ok := a.session(id)
+			must(t, !ok, "a logged-out session works")
+		}},
+		{"csrf_is_per_session", func(t *testing.T, a *auth, c *clock) {
+			s1, _ := a.session(a.login(a.newLogin()))
+			s2, _ := a.session(a.login(a.newLogin()))
+			must(t, s1.csrf != s2.csrf && len(s1.csrf) == 64, "CSRF tokens: %q %q", s1.csrf, s2.csrf)
+			must(t, csrfOK(s1, s1.csrf) && !csrfOK(s1, s2.csrf) && !csrfOK(s1, ""), "CSRF check")
+		}},
+		{"expired_entries_are_swept", func(t *testing.T, a *auth, c *clock) {
+			for range 100 {
+				a.newLogin()
+			}
+			c.t = c.t.Add(loginTTL + time.Second)
+			a.login("x")
+			must(t, len(a.logins) == 0, "%d expired tokens kept", len(a.logins))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)}
+			tt.run(t, newAuth(c.now), c)
+		})
+	}
+}
+
+// hostile is the XSS corpus: script tags, event-handler attributes, attribute and
+// element breakers, javascript: URLs, template syntax, and bidi and zero-width
+// characters that would make a name read backwards or hide text.
+var hostile = []string{
+	`<script>window.__xss=1</script>`,
+	`<img src=x onerror="window.__xss=2">`,
+	`"><svg onload="window.__xss=3">`,
+	`'><iframe src="javascript:parent.__xss=4"></iframe>`,
+	`javascript:window.__xss=5`,
+	`<a href="javascript:window.__xss=6">click</a>`,
+	`</textarea></pre></dl><script>window.__xss=7</script>`,
+	`{{.CSRF}} ${window.__xss=8}`,
+	"safe\u202etxt.exe",
+	"zero\u200bwidth\u2066isolate\u2069",
+}
+
+// inert checks the page the browser shows: no dialog opened, no corpus script ran, no
+// element or attribute of the corpus came alive, no raw bidi character reached the text
+// — and the corpus is there, shown as text.
+func (c *chrome) inert(where string) {
+	c.t.Helper()
+	checks := []struct{ what, expr string }{
+		{"no corpus script ran", `window.__xss === undefined`},
+		{"only the console's own script", `document.scripts.length === 1 && document.scripts[0].src.endsWith("/assets/app.js")`},
+		{"no element the corpus made", `document.querySelectorAll("iframe, img, svg, object, embed, main script, main a[href^='javascript'], main textarea:not([name])").length === 0`},
+		{"no event-handler attribute", `![...document.querySelectorAll("*")].some(e => [...e.attributes].some(a => a.name.startsWith("on")))`},
+		{"no raw bidi or zero-width character", `!/[\u202a-\u202e\u2066-\u2069\u200b]/.test(document.body.innerText)`},
+		{"the corpus is shown as text", `document.body.innerText.includes("<script>window.__xss=1</script>")`},
+	}
+	for _, ch := range checks {
+		if !eval[bool](c, ch.expr) {
+			c.t.Errorf("%s: %s failed (%s)\npage:\n%s", where, ch.what, ch.expr, c.html())
+		}
+	}
+	if n := c.dialogs.Load(); n > 0 {
+		c.t.Errorf("%s: %d dialogs opened", where, n)
+	}
+}
+
+// TestBrowserXSS sends the corpus through every field a model controls — each thought,
+// a write's path and contents (so the preview and diff), the command's result, an
+// ask_user question and a finish reason — and checks each page in the browser, both as
+// the server rendered it and as the live stream put it in.
+func TestBrowserXSS(t *testing.T) {
+	c := newChrome(t)
+	e := newEnv(t)
+	all := strings.Join(hostile, "\n")
+	e.script(reply("write_file", map[string]string{"path": "x" + strings.Join(hostile[:4], "") + ".txt", "contents": all + "\n"}, &all),
+		reply("read_file", map[string]string{"path": "x" + strings.Join(hostile[:4], "") + ".txt"}, &all),
+		reply("ask_user", map[string]string{"question": all}, &all),
+		reply("finish", map[string]string{"reason": all}, &all))
+	a := e.create("xss")
+	e.waitState(a.ID, api.StateAwaitingDecision)
+
+	login, _ := e.con.LoginURL()
+	c.do("log in", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.ID("agents")))
+	c.inertAgents()
+	c.do("open the agent", chromedp.Navigate(e.base+"agents/"+a.ID), chromedp.WaitVisible(chromedp.ID("approve")))
+	c.inert("a hostile proposal, server-rendered")
+	c.shot("xss")
+
+	decide := func() {
+		p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
+		if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide() // the write; then the read of the hostile file waits, streamed in
+	c.wait("the read to be shown live", `document.querySelector("#waiting .command")?.textContent === "read_file"`)
+	decide()
+	c.wait("the question to be shown live", `document.querySelector("#waiting .question") !== null`)
+	c.inert("a hostile result and question, live")
+	if err := e.sup.API().Decisions.Answer(context.Background(), a.ID, api.AnswerRequest{Text: "ok", By: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	decide() // finish, with a hostile reason
+	c.wait("the finish event", `document.querySelector("#stream .event-finish") !== null`)
+	c.inert("a hostile finish reason, live")
+	c.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("history")))
+	c.inert("the hostile history, server-rendered")
+}
+
+// inertAgents checks the agents page, where the corpus is in the waiting column.
+func (c *chrome) inertAgents() {
+	c.t.Helper()
+	if !eval[bool](c, `window.__xss === undefined && document.scripts.length === 1 && document.querySelectorAll("iframe, img, svg").length === 0`) {
+		c.t.Errorf("the agents page is not inert:\n%s", c.html())
+	}
 }

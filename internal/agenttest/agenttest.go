@@ -1,6 +1,7 @@
 // Package agenttest is test support for the front ends' tests (bots, the web console, team
 // runs, schedules): a supervisor's parts as one value, api.AgentService, which meets each
-// front end's narrow interface as the server's compositions do in the daemon.
+// front end's narrow interface as the server's compositions do in the daemon; and the one
+// way those tests open a store and set up the supervisor they start (OpenStore, Options).
 package agenttest
 
 import (

@@ -26,3 +26,15 @@ func AcceptingPort(t testing.TB) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// FreeAddr returns a loopback address (host:port) nothing listens on now, for a config
+// that takes an address to listen on, or a dial that must be refused.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

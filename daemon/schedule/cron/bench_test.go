@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // benchSchedules returns n schedules firing hourly at spread minutes, in a few zones, so
@@ -27,7 +29,7 @@ func BenchmarkAdd10000(b *testing.B) {
 	scheds := benchSchedules(b, 10_000)
 	for b.Loop() {
 		s := New(Config{Starter: Starter(func(context.Context, Firing) (string, error) { return "r", nil }),
-			Clock: &fakeClock{now: day(9, 30)}})
+			Clock: fakeClock{testutil.NewClock(day(9, 30))}})
 		for _, sc := range scheds {
 			if err := s.Add(sc); err != nil {
 				b.Fatal(err)
@@ -39,7 +41,7 @@ func BenchmarkAdd10000(b *testing.B) {
 
 // BenchmarkMinute10000 is the scheduler's work for one minute with 10,000 schedules.
 func BenchmarkMinute10000(b *testing.B) {
-	clk := &fakeClock{now: day(9, 0)}
+	clk := fakeClock{testutil.NewClock(day(9, 0))}
 	n := 0
 	s := New(Config{Starter: Starter(func(context.Context, Firing) (string, error) {
 		n++
@@ -53,7 +55,7 @@ func BenchmarkMinute10000(b *testing.B) {
 	}
 	s.tick(context.Background())
 	for b.Loop() {
-		clk.set(clk.Now().Add(time.Minute))
+		clk.Set(clk.Now().Add(time.Minute))
 		s.tick(context.Background())
 	}
 }

@@ -3,69 +3,19 @@ package cron
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // fakeClock is a Clock whose time moves only when the test sets it.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
+type fakeClock struct{ *testutil.Clock }
 
-type fakeTimer struct {
-	clk *fakeClock
-	at  time.Time
-	c   chan time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{clk: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.c <- c.now
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	return t
-}
-
-// set moves the clock to now and fires the timers due by then.
-func (c *fakeClock) set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-	c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool {
-		if t.at.After(now) {
-			return false
-		}
-		t.c <- now
-		return true
-	})
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.c }
-
-func (t *fakeTimer) Stop() bool {
-	t.clk.mu.Lock()
-	defer t.clk.mu.Unlock()
-	n := len(t.clk.timers)
-	t.clk.timers = slices.DeleteFunc(t.clk.timers, func(x *fakeTimer) bool { return x == t })
-	return len(t.clk.timers) < n
-}
+func (c fakeClock) NewTimer(d time.Duration) Timer { return c.Timer(d) }
 
 // settle waits until the loop has handled every poke made before the call and gone idle,
 // and the firings it launched have started (or not).
@@ -80,7 +30,7 @@ func (s *Scheduler) settle() {
 // harness runs a Scheduler on a fake clock with a Starter and Recorder that log calls.
 type harness struct {
 	t   *testing.T
-	clk *fakeClock
+	clk fakeClock
 	s   *Scheduler
 
 	mu      sync.Mutex
@@ -95,7 +45,7 @@ type harness struct {
 func day(hour, min int) time.Time { return time.Date(2026, 1, 5, hour, min, 0, 0, time.UTC) }
 
 func newHarness(t *testing.T, now time.Time) *harness {
-	h := &harness{t: t, clk: &fakeClock{now: now}}
+	h := &harness{t: t, clk: fakeClock{testutil.NewClock(now)}}
 	h.s = New(Config{
 		Starter: Starter(func(ctx context.Context, f Firing) (string, error) {
 			h.mu.Lock()
@@ -150,7 +100,7 @@ func (h *harness) settle() {
 
 // at moves the clock to now and waits for the loop to handle it.
 func (h *harness) at(now time.Time) {
-	h.clk.set(now)
+	h.clk.Set(now)
 	h.settle()
 }
 

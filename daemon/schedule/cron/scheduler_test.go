@@ -45,7 +45,7 @@ func TestFiresOnTimerAlone(t *testing.T) {
 		return "r", nil
 	}
 	h.run(every10(t, ""))
-	h.clk.set(day(9, 10)) // no poke: only the timer wakes the loop
+	h.clk.Set(day(9, 10)) // no poke: only the timer wakes the loop
 	select {
 	case f := <-started:
 		if !f.Scheduled.Equal(day(9, 10)) || f.ScheduleID != "s1" {
@@ -74,7 +74,7 @@ func TestConcurrencyPolicies(t *testing.T) {
 			h.at(day(9, 10))
 			h.at(day(9, 20))
 			h.at(day(9, 30))
-			h.clk.set(day(9, 35))
+			h.clk.Set(day(9, 35))
 			h.end("run1", api.RunFinished)
 			h.wantHistory(tt.want...)
 			if tt.policy == ConcurrencyQueue {
@@ -267,7 +267,7 @@ func TestRunNow(t *testing.T) {
 	if err := h.s.Pause(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	h.clk.set(day(9, 3))
+	h.clk.Set(day(9, 3))
 	r, err := h.s.RunNow(ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +391,7 @@ func TestConcurrentUse(t *testing.T) {
 				_, _ = h.s.Status(id)
 				_ = h.s.List()
 				if g == 0 {
-					h.clk.set(day(9, i+1))
+					h.clk.Set(day(9, i+1))
 				}
 			}
 		})

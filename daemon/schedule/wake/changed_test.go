@@ -15,12 +15,7 @@ import (
 // exactly when a watched path's content changed since the last run that started, and its
 // observation names each path created, deleted or modified, with the line diff.
 func TestChangedWakesOnlyOnChange(t *testing.T) {
-	r := newRig(t, false)
-	id := r.schedule("s-notes")
-	ws := workspace(t)
-	write(t, filepath.Join(ws, "notes", "a.txt"), "one\ntwo\n")
-	write(t, filepath.Join(ws, "notes", "old.txt"), "old\n")
-	write(t, filepath.Join(ws, "elsewhere.txt"), "x\n")
+	r, id, ws := watching(t, "s-notes", map[string]string{"notes/a.txt": "one\ntwo\n", "notes/old.txt": "old\n", "elsewhere.txt": "x\n"})
 	c := Conditions{Changed: []string{"notes"}}
 	tg := Target{Workspace: ws}
 
@@ -59,10 +54,7 @@ func TestChangedWakesOnlyOnChange(t *testing.T) {
 // TestChangedKeepsChangeUntilRunStarts: a firing whose run never started does not swallow
 // the change: the next firing sees it again, until a run starts from it.
 func TestChangedKeepsChangeUntilRunStarts(t *testing.T) {
-	r := newRig(t, false)
-	id := r.schedule("s-keep")
-	ws := workspace(t)
-	write(t, filepath.Join(ws, "todo.txt"), "a\n")
+	r, id, ws := watching(t, "s-keep", map[string]string{"todo.txt": "a\n"})
 	c := Conditions{Changed: []string{"todo.txt"}}
 	tg := Target{Workspace: ws}
 	r.fire(id, c, tg)
@@ -89,11 +81,7 @@ func TestChangedKeepsChangeUntilRunStarts(t *testing.T) {
 // TestChangedFileAmongOthers: a watched file wakes on its own changes only, not on its
 // folder's others, and a file that is removed or appears is a change.
 func TestChangedFileAmongOthers(t *testing.T) {
-	r := newRig(t, false)
-	id := r.schedule("s-file")
-	ws := workspace(t)
-	write(t, filepath.Join(ws, "inbox", "todo.txt"), "a\n")
-	write(t, filepath.Join(ws, "inbox", "other.txt"), "x\n")
+	r, id, ws := watching(t, "s-file", map[string]string{"inbox/todo.txt": "a\n", "inbox/other.txt": "x\n"})
 	c := Conditions{Changed: []string{"inbox/todo.txt", "inbox/later.txt"}}
 	tg := Target{Workspace: ws}
 	r.fire(id, c, tg)
@@ -196,10 +184,7 @@ func TestChangedReadOnlyPath(t *testing.T) {
 // read past the store's bound but still watched by its size and times, and neither is
 // reported as a change while it stays as it is.
 func TestChangedHostileEntries(t *testing.T) {
-	r := newRig(t, false)
-	id := r.schedule("s-hostile")
-	ws := workspace(t)
-	write(t, filepath.Join(ws, "box", "a.txt"), "a\n")
+	r, id, ws := watching(t, "s-hostile", map[string]string{"box/a.txt": "a\n"})
 	if err := syscall.Mkfifo(filepath.Join(ws, "box", "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -229,10 +214,7 @@ func TestChangedHostileEntries(t *testing.T) {
 // TestForget: a removed schedule's checkpoint stores go; a store made anew (its
 // checkpoints numbered from 1 again) is not mistaken for what the last run saw.
 func TestForget(t *testing.T) {
-	r := newRig(t, false)
-	id := r.schedule("s-forget")
-	ws := workspace(t)
-	write(t, filepath.Join(ws, "notes", "a"), "a\n")
+	r, id, ws := watching(t, "s-forget", map[string]string{"notes/a": "a\n"})
 	c := Conditions{Changed: []string{"notes"}}
 	r.fire(id, c, Target{Workspace: ws})
 	if err := r.e.Forget(id); err != nil {
@@ -329,16 +311,15 @@ func firstLook(t *testing.T, rule string, c Conditions, files ...string) (*rig, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := workspace(t)
+	contents := map[string]string{}
 	for _, f := range files {
-		content := "one\n"
+		contents[f] = "one\n"
 		if b := path.Base(f); strings.HasPrefix(b, "secret") || strings.HasPrefix(b, "key") {
-			content = "hunter2\n"
+			contents[f] = "hunter2\n"
 		}
-		write(t, filepath.Join(ws, filepath.FromSlash(f)), content)
 	}
-	r, tg := newRig(t, false), Target{Workspace: ws, Denied: permission.Denied(rules)}
-	id := r.schedule("s-first-look")
+	r, id, ws := watching(t, "s-first-look", contents)
+	tg := Target{Workspace: ws, Denied: permission.Denied(rules)}
 	if v := r.fire(id, c, tg); v.Outcome != Wake {
 		t.Fatalf("first firing: %+v", v)
 	}

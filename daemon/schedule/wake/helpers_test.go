@@ -117,6 +117,16 @@ func workspace(t testing.TB) string {
 	return ws
 }
 
+// watching is an unguarded rig with schedule id made, and a fresh workspace holding
+// files (slash path → content).
+func watching(t testing.TB, id string, files map[string]string) (*rig, string, string) {
+	r, ws := newRig(t, false), workspace(t)
+	for f, content := range files {
+		write(t, filepath.Join(ws, filepath.FromSlash(f)), content)
+	}
+	return r, r.schedule(id), ws
+}
+
 func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -65,6 +65,17 @@ func (s Bindings) FirstDelivery(ctx context.Context, platform, scope, key string
 	return first, err
 }
 
+// Answer records the first answer to the question posted as message in channel and
+// reports whether this is it (kept on the question's row).
+func (s Bindings) Answer(ctx context.Context, platform, channel, message string) (bool, error) {
+	var first bool
+	err := s.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		first, err = tx.AnswerChatMessage(platform, channel, message)
+		return err
+	})
+	return first, err
+}
+
 // absent is err, but nil for a row that is not there: the relay's nil, nil.
 func absent(err error) error {
 	if errors.Is(err, store.ErrNotFound) {

@@ -60,7 +60,9 @@
     var out = document.getElementById("when-check"), timer, asked = 0;
     function check() {
       var n = ++asked, q = "";
-      set.querySelectorAll("[name]").forEach(function (el) { q += "&" + el.name + "=" + encodeURIComponent(el.value); });
+      set.querySelectorAll("[name]").forEach(function (el) {
+        if (el.type !== "checkbox" || el.checked) q += "&" + el.name + "=" + encodeURIComponent(el.value);
+      });
       fetch(set.dataset.check + q, {credentials: "same-origin"}).then(function (r) { return r.text(); }).then(function (html) {
         if (n === asked) out.innerHTML = html;
       });
