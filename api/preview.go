@@ -50,7 +50,8 @@ type Preview struct {
 	// Sandbox is how the program is confined: "bwrap", "none (runs as agentd)", or why
 	// it would be refused.
 	Sandbox string `json:"sandbox,omitempty"`
-	// Network is the network the program has: "none (own namespace)" or "host".
+	// Network is the network the program has: none (a namespace of its own), its own
+	// through slirp4netns (granted), or the host's (unsandboxed).
 	Network string `json:"network,omitempty"`
 	// Host is the host a network command would connect to, after the network guard's
 	// normalisation (IDN to ASCII, numeric forms to the address), with its port.

@@ -318,7 +318,7 @@ func TestBoxesV2ProgramsStartInTheBox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runProgram(context.Background(), r, "/", []string{"/bin/cat", "/proc/self/cgroup"}, nil, 4096)
+	res, err := runProgram(context.Background(), r, "/", []string{"/bin/cat", "/proc/self/cgroup"}, nil, 4096, nil)
 	r.leave()
 	if err != nil || res == nil {
 		t.Fatal(err)

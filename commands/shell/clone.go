@@ -156,7 +156,7 @@ func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL,
 		return fmt.Errorf("clone_repository: cannot make an empty HOME: %w", err)
 	}
 	defer os.RemoveAll(home)
-	genv := append(gitEnv(c.opts.env(home, false)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	genv := append(gitEnv(c.opts.env(home, false, false)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 	if testHookCloneStarting != nil {
 		testHookCloneStarting()
 	}
@@ -166,7 +166,7 @@ func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL,
 	}
 	defer cg.leave()
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
-	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap)
+	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap, nil)
 	switch {
 	case res == nil:
 		return fmt.Errorf("clone_repository: cannot start git: %w", err)

@@ -94,11 +94,19 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 		return nil, fmt.Errorf("%s: not run: %w", e.name, err)
 	}
 	defer cg.leave()
+	net, err := e.box.newNetRun(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
+	}
 	extra, err := e.box.files()
 	if err != nil {
+		net.end()
 		return nil, fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
 	}
-	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded), e.opts.OutputCap, extra...)
+	if net != nil {
+		extra = append(extra, net.files...)
+	}
+	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded, e.box.online(v)), e.opts.OutputCap, net, extra...)
 	if res == nil {
 		return nil, fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
 	}

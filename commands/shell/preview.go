@@ -31,7 +31,7 @@ func (e *executor) preview(env commands.Env) *api.Preview {
 		pv.Sandbox = e.box.describe()
 		pv.Network = "none (a namespace of its own)"
 		if e.opts.Network {
-			pv.Network = "host (the internet and the host's loopback services)"
+			pv.Network = "its own through slirp4netns (the internet; not the host's loopback services)"
 		}
 	}
 	return pv

@@ -86,7 +86,7 @@ func TestShellPreviewSaysTheSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		pv := preview(t, c, ws, args)
-		wantNet := map[bool]string{false: "none", true: "host"}[network]
+		wantNet := map[bool]string{false: "none", true: "its own through slirp4netns"}[network]
 		if !strings.HasPrefix(pv.Sandbox, "bubblewrap ("+bwrap+")") || !strings.HasPrefix(pv.Network, wantNet) {
 			t.Errorf("bwrap, network %v: sandbox %q, network %q", network, pv.Sandbox, pv.Network)
 		}

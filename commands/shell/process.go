@@ -1,7 +1,9 @@
 package shell
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,11 +37,13 @@ type runResult struct {
 // runProgram starts argv in dir with env, stdin /dev/null and stdout and stderr into one pipe, in
 // a process group of its own, and waits for it. When ctx ends, or the program floods its
 // output, the whole group is killed; so is whatever it left in the background when it exits.
-// It returns a nil result only when the program could not start; a non-nil error otherwise
-// is ctx's. extra are given to it from descriptor 3 on, and closed. The program runs in
-// box, the agent's cgroup, when it is not nil, and is stopped when the box runs out of memory.
-func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string, limit int, extra ...*os.File) (*runResult, error) {
+// It returns a nil result only when the program could not start, or net (when not nil)
+// could not give its sandbox the network; a non-nil error otherwise is ctx's. extra are
+// given to it from descriptor 3 on, and closed. The program runs in box, the agent's
+// cgroup, when it is not nil, and is stopped when the box runs out of memory.
+func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string, limit int, net *netRun, extra ...*os.File) (*runResult, error) {
 	defer closeAll(extra)
+	defer net.end()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -71,14 +75,16 @@ func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string
 		close(exited)
 	}()
 
-	var stopped error
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		stopped = ctx.Err()
-	case <-flood:
-		res.flooded = true
-	case <-box.oom():
+	stopped := net.attach(ctx, pid, box)
+	if stopped == nil {
+		select {
+		case <-exited:
+		case <-ctx.Done():
+			stopped = ctx.Err()
+		case <-flood:
+			res.flooded = true
+		case <-box.oom():
+		}
 	}
 	// The leader is not reaped yet, so its pid still names our group and no other: killing
 	// the group cannot hit a stranger that reused the number.
@@ -97,6 +103,12 @@ func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string
 	}
 	t.Stop()
 	pr.Close()
+	if stopped != nil && !errors.Is(stopped, ctx.Err()) { // the network did not come up: the program never ran
+		if out, _ := res.kept(); len(bytes.TrimSpace(out)) > 0 {
+			return nil, fmt.Errorf("%w (the sandbox: %s)", stopped, bytes.TrimSpace(out))
+		}
+		return nil, stopped
+	}
 	return res, stopped
 }
 

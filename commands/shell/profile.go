@@ -42,6 +42,13 @@ var boundedGitConfig = [][2]string{
 	{"gpg.ssh.program", "false"},
 	{"gpg.x509.program", "false"},
 	{"protocol.allow", "never"},
+	// A repository's protocol.NAME.allow overrides protocol.allow, but not these; and
+	// GIT_ALLOW_PROTOCOL (env) overrides both, so no transport runs a program it names.
+	{"protocol.file.allow", "never"},
+	{"protocol.ext.allow", "never"},
+	{"protocol.ssh.allow", "never"},
+	{"protocol.git.allow", "never"},
+	{"protocol.fd.allow", "never"},
 }
 
 // boundedEnv are the variables of a bounded run: git's settings above, and python

@@ -39,6 +39,8 @@ type sandbox struct {
 	asRoot bool   // agentd runs as root: setpriv drops to o.UID/o.GID, no user namespace
 	reason string // mode auto without a working sandbox: why, and the commands refuse to run
 	hide   []string
+	slirp  string // slirp4netns, when the network is granted and it works here
+	netErr error  // the network is granted and slirp4netns is missing or fails: runs with it refuse
 }
 
 // newSandbox picks the sandbox o asks for, probing it once per configuration.
@@ -54,12 +56,28 @@ func newSandbox(o Options) (*sandbox, error) {
 	}
 	switch {
 	case err == nil:
+		s.netErr = s.probeNet()
 	case o.Sandbox == SandboxBwrap:
 		return nil, fmt.Errorf("shell: %w: %v", ErrNoSandbox, err)
 	default:
 		s.bwrap, s.reason = "", err.Error()
 	}
 	return s, nil
+}
+
+// CheckNetwork reports why programs granted the network by o cannot have it, or nil: they
+// do, or o grants none, or they are unsandboxed (and so have the host's). Their commands
+// then refuse, saying the same.
+func CheckNetwork(o Options) error {
+	o, err := o.check()
+	if err != nil || !o.Network {
+		return err
+	}
+	s, err := newSandbox(o)
+	if err != nil || s.bwrap == "" {
+		return nil // no sandbox: CheckSandbox says so
+	}
+	return s.netErr
 }
 
 // CheckSandbox reports the bwrap binary the commands built from o run their programs
@@ -107,8 +125,11 @@ func (s *sandbox) describe() string {
 		who = fmt.Sprintf("uid %d", s.o.UID)
 	}
 	net := "no network"
-	if s.o.Network {
-		net = "host network"
+	switch {
+	case s.o.Network && s.netErr != nil:
+		net = "network granted but refused: " + s.netErr.Error()
+	case s.o.Network:
+		net = "a network of its own through slirp4netns, without the host's loopback"
 	}
 	return fmt.Sprintf("bubblewrap (%s), %s, no capabilities, %s", s.bwrap, who, net)
 }
@@ -145,10 +166,14 @@ type probe struct {
 }
 
 func (s *sandbox) probe() error {
-	key := fmt.Sprint(s.bwrap, s.asRoot, s.o.UID, s.o.GID, s.o.Network)
+	return probed(fmt.Sprint(s.bwrap, s.asRoot, s.o.UID, s.o.GID), s.runProbe)
+}
+
+// probed runs check once per key and returns what it found.
+func probed(key string, check func() error) error {
 	v, _ := probes.LoadOrStore(key, &probe{})
 	p := v.(*probe)
-	p.once.Do(func() { p.err = s.runProbe() })
+	p.once.Do(func() { p.err = check() })
 	return p.err
 }
 
@@ -163,7 +188,7 @@ func (s *sandbox) runProbe() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	argv := s.wrap("", view{}, []string{"/bin/cat", "/proc/self/status"})
+	argv := s.wrap("", view{offline: true}, []string{"/bin/cat", "/proc/self/status"}) // the network is probeNet's
 	extra, err := s.files()
 	if err != nil {
 		return err

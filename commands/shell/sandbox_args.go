@@ -54,8 +54,8 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 	return append(a, argv...)
 }
 
-// bwrapArgs builds the sandbox: its own pid, ipc, uts and cgroup namespaces, and network
-// unless granted (so only a loopback of its own), killed with its parent, a new session
+// bwrapArgs builds the sandbox: its own network, pid, ipc, uts and cgroup namespaces (a
+// loopback of its own, and slirp4netns's way out when the network is granted: netArgs), killed with its parent, a new session
 // (no terminal to inject input into), the system read-only, fresh /proc and /dev, a
 // bounded /tmp and an empty HOME of its own, the workspace read-write at its own path as
 // the only other writable place (less what v pins, makes read-only or hides; all of it
@@ -65,11 +65,8 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 // The environment is not set here (--clearenv, --setenv) but given to bwrap already
 // scrubbed: its argv, unlike its environment, is readable by every user of the host.
 func (s *sandbox) bwrapArgs(workspace string, v view) []string {
-	a := []string{"--die-with-parent", "--new-session",
+	a := []string{"--die-with-parent", "--new-session", "--unshare-net",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"}
-	if !s.o.Network || v.offline {
-		a = append(a, "--unshare-net")
-	}
 	if !s.asRoot {
 		a = append(a, "--unshare-user", "--disable-userns", "--cap-drop", "ALL")
 	}
@@ -95,6 +92,9 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 	a = append(a, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
 		"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm",
 		"--perms", "1777", "--size", tmp, "--tmpfs", sandboxHome)
+	if s.online(v) {
+		a = netArgs(a, bound)
+	}
 	bound = append(bound, s.o.ReadOnlyPaths...)
 	for _, p := range s.o.ReadOnlyPaths {
 		a = append(dirsTo(a, p, bound), "--ro-bind", p, p)

@@ -330,32 +330,6 @@ func statOf(t *testing.T, p string) *syscall.Stat_t {
 	return fi.Sys().(*syscall.Stat_t)
 }
 
-// TestSandboxNetworkGranted checks [shell] network = true: the host's network, loopback
-// included (the trade-off the option documents), with every other confinement kept.
-func TestSandboxNetworkGranted(t *testing.T) {
-	bwrap := bwrapHere(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			c.Close()
-		}
-	}()
-	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Network: true})
-	if d := c.Spec().Description; d != "Run a shell command" {
-		t.Errorf("description %q; want no promise of being offline", d)
-	}
-	line := fmt.Sprintf(`python3 -c 'import socket; socket.create_connection(("127.0.0.1", %d), 2); print("connected")'; grep CapEff /proc/self/status`,
-		ln.Addr().(*net.TCPAddr).Port)
-	got, err := run(context.Background(), t, c, workspace(t), shellLine(line), 30*time.Second)
-	if err != nil || !strings.Contains(got, "connected\n") || !strings.Contains(got, "CapEff:\t0000000000000000") {
-		t.Errorf("got %q, %v; want a connection, and still no capabilities", got, err)
-	}
-}
-
 // TestOwnTreeCostIsLinear checks that the chown walk before a run as root costs in
 // proportion to what the workspace holds, however deep: a chain of folders the agent's
 // shell made 2000 levels down must not make the daemon (as root, before every command,

@@ -82,10 +82,11 @@ type Options struct {
 	Python string
 	// Git is the git binary; empty looks it up on the programs' PATH.
 	Git string
-	// Network gives sandboxed programs the host's network namespace: the internet, and
-	// also every service listening on the host's loopback (a bwrap sandbox cannot have one
-	// without the other). Off, they have a network namespace of their own, with only a
-	// loopback of their own.
+	// Network gives sandboxed programs the internet through slirp4netns: a network
+	// namespace of their own with a user-mode stack to the outside, never the host's, so
+	// the host's loopback services and abstract unix sockets stay out of reach. Without
+	// slirp4netns their commands refuse. Off, they have only a loopback of their own.
+	// Unsandboxed (sandbox "none") programs have the host's network either way.
 	Network bool
 	// UID and GID are who the sandboxed programs run as when agentd runs as root; 0 means
 	// DefaultUID and DefaultGID. Run as non-root, agentd's own uid is used, in a user
@@ -156,7 +157,7 @@ const programPath = "/usr/local/bin:/usr/bin:/bin"
 // fixedEnv are the variables agentd sets itself; PassEnv may not name them.
 // The GIT_CONFIG_* variables (GIT_CONFIG_KEY_N…) are agentd's too, whatever their number.
 var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GOENV", "LESSKEYIN", "LESSKEY",
-	"PYTHONNOUSERSITE", "PYTHONSAFEPATH"}
+	"PYTHONNOUSERSITE", "PYTHONSAFEPATH", "GIT_ALLOW_PROTOCOL"}
 
 // homeConfigOff keeps programs from reading code-running settings from wherever they
 // look besides HOME (an empty folder of the run's own): go's env file (GOFLAGS=-toolexec=…,
@@ -237,18 +238,21 @@ func (o Options) check() (Options, error) {
 
 // env is the scrubbed environment of a program with HOME home (never the workspace): the
 // fixed variables, the PassEnv ones the daemon has, and the settings that keep programs
-// from obeying config the agent wrote (gitSafeEnv, or boundedEnv for a bounded run, and
-// homeConfigOff).
-func (o Options) env(home string, bounded bool) []string {
+// from obeying config the agent wrote (gitSafeEnv, or for a bounded run boundedEnv and the
+// protocols git may use, https only when it is online; and homeConfigOff).
+func (o Options) env(home string, bounded, online bool) []string {
 	env := []string{"PATH=" + programPath, "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb"}
 	for _, name := range o.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
 	}
-	if bounded {
-		env = append(env, boundedEnv...)
-	} else {
+	switch {
+	case bounded && online:
+		env = append(append(env, boundedEnv...), "GIT_ALLOW_PROTOCOL=https")
+	case bounded:
+		env = append(append(env, boundedEnv...), "GIT_ALLOW_PROTOCOL=") // none
+	default:
 		env = append(env, gitSafeEnv...)
 	}
 	return append(env, homeConfigOff...)

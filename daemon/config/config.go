@@ -220,7 +220,8 @@ type ShellConfig struct {
 	// Sandbox is auto (bubblewrap when it works, else the commands are refused), bwrap
 	// (required: agentd does not start without it) or none (unconfined, knowingly).
 	Sandbox string `toml:"sandbox"`
-	// Network gives sandboxed programs the host's network, its loopback services included.
+	// Network gives sandboxed programs the internet through slirp4netns, in a network
+	// namespace of their own: not the host's loopback services nor its abstract sockets.
 	Network bool `toml:"network"`
 	// UID and GID are who sandboxed programs run as when agentd runs as root.
 	UID int `toml:"uid"`

@@ -213,10 +213,13 @@ func shellStatus(cfg *config.Config, boxes *shell.Boxes) api.ShellStatus {
 }
 
 // sandboxCheck is doctor's check of the sandbox execute_shell runs in: a failure when
-// the commands are refused, a warning when they run unconfined.
+// the commands are refused (all, or those granted the network), a warning when they run unconfined.
 func sandboxCheck(cfg *config.Config) api.Check {
 	line, ok := shell.DescribeSandbox(shellOptions(cfg))
 	switch {
+	case ok && shell.CheckNetwork(shellOptions(cfg)) != nil: // the line says why
+		return api.Check{Name: "shell", Status: api.CheckFail, Detail: "execute_shell runs in " + line,
+			Fix: "apt-get install slirp4netns, or set [shell] network = false"}
 	case ok:
 		return api.Check{Name: "shell", Status: api.CheckOK, Detail: "execute_shell runs in " + line}
 	case cfg.Shell.Sandbox == shell.SandboxNone:

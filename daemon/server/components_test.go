@@ -14,10 +14,10 @@ import (
 )
 
 // TestSandboxCheck checks what doctor and status say about the sandbox: a failure with
-// the fix when no sandbox works in mode auto (the commands are refused), a warning in mode
-// none, and the sandbox in force otherwise.
+// the fix when no sandbox works in mode auto (the commands are refused) or the network is
+// granted without slirp4netns, a warning in mode none, and the sandbox in force otherwise.
 func TestSandboxCheck(t *testing.T) {
-	_, bwrapErr := shell.CheckSandbox(shell.Options{Sandbox: shell.SandboxBwrap})
+	bwrapPath, bwrapErr := shell.CheckSandbox(shell.Options{Sandbox: shell.SandboxBwrap})
 	tests := []struct {
 		name     string
 		sandbox  string
@@ -27,22 +27,31 @@ func TestSandboxCheck(t *testing.T) {
 		fix      string
 		confined bool
 		needs    bool // a working bwrap on this machine
+		network  bool
 	}{
 		{name: "auto_without_bwrap", sandbox: "auto", path: t.TempDir(), status: api.CheckFail,
 			detail: "are refused: no sandbox works here (bwrap is not installed", fix: "apt-get install bubblewrap"},
 		{name: "none", sandbox: "none", status: api.CheckWarn, detail: `runs unconfined ([shell] sandbox = "none")`, fix: `sandbox = "auto"`},
 		{name: "auto_with_bwrap", sandbox: "auto", status: api.CheckOK, detail: "runs in bubblewrap (", confined: true, needs: true},
+		{name: "network_without_slirp4netns", sandbox: "auto", network: true, path: "bwrap only", status: api.CheckFail,
+			detail: "network granted but refused: slirp4netns is not installed", fix: "apt-get install slirp4netns", confined: true, needs: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.needs && bwrapErr != nil {
 				t.Skipf("no working bwrap here: %v", bwrapErr)
 			}
+			if tt.path == "bwrap only" {
+				tt.path = t.TempDir()
+				if err := os.Symlink(bwrapPath, filepath.Join(tt.path, "bwrap")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tt.path != "" {
 				t.Setenv("PATH", tt.path)
 			}
 			cfg := config.Default()
-			cfg.Shell.Enabled, cfg.Shell.Sandbox = true, tt.sandbox
+			cfg.Shell.Enabled, cfg.Shell.Sandbox, cfg.Shell.Network = true, tt.sandbox, tt.network
 			c := sandboxCheck(cfg)
 			if c.Status != tt.status || !strings.Contains(c.Detail, tt.detail) || !strings.Contains(c.Fix, tt.fix) {
 				t.Errorf("check %+v; want %s, detail with %q, fix with %q", c, tt.status, tt.detail, tt.fix)
