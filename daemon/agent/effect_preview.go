@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
@@ -66,15 +65,6 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 
-// runAhead adds to p, the model's proposal not yet stored, the effect preview of its
-// command (withEffect), showing the agent previewing meanwhile.
-func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last *api.Proposal, cmds commands.Set) {
-	if c, ok := cmds.Get(p.Command); ok {
-		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) } // through the applier, which publishes it
-		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing)
-	}
-}
-
 // boundedPreviewReason is why a proposal left to a person shows no effect preview.
 const boundedPreviewReason = "ran ahead in the pattern's bounded profile; approving runs it in yours"
 
@@ -95,46 +85,6 @@ func askedBounded(tx *store.Tx, a *store.Agent, p, shown *api.Proposal) (bool, e
 	return true, nil
 }
 
-// askOnPersonRerun runs p, whose bounded run ahead askedBounded dropped, ahead again in a
-// person's profile, the way a stale preview is (rerunPreview), and has the person asked
-// on what that run gives (cycle.PreviewRerun): p's Ref changes with it, so a decision
-// made on p as shown before is refused (look again). Nothing moves when p was decided,
-// or its run ended, meanwhile.
-func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, p *api.Proposal, cmds commands.Set) {
-	c, ok := cmds.Get(p.Command)
-	if !ok {
-		return
-	}
-	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, c)
-	why := boundedPreviewReason
-	if again := ranAgain(rerun, "in yours"); again != "" {
-		why = "ran ahead in the pattern's bounded profile; " + again
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(a.ID)
-		if err != nil {
-			return err
-		}
-		now, err := tx.Proposal(p.ID)
-		if err != nil || now.Status != api.ProposalPending { // decided, or its run ended, meanwhile
-			return err
-		}
-		asked := &change{a: cur, p: now, ev: cycle.Event{Kind: cycle.PreviewRerun, Reason: why}, rerun: rerun, pub: r.s.events.Publish}
-		if _, err := apply(tx, asked); errors.As(err, new(*cycle.IllegalError)) {
-			return nil // stopped or failed meanwhile: nobody to ask
-		} else if err != nil {
-			return err
-		}
-		asked.shown = known(cur, now, nil)
-		return tx.UpdateAgent(cur)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil { // paused or stopped: asked on the dropped one
-		r.s.log.Error("asking on the preview run again", "agent", a.ID, "proposal", p.ID, "err", err)
-	}
-}
-
 // previewingReason is the agent's state reason while its proposal runs ahead.
 func previewingReason(command string) string {
 	return "previewing the effect of " + command + " on a copy of the workspace…"
@@ -146,4 +96,32 @@ func (l *live) effectPreview(name string) bool {
 		return *o.EffectPreview
 	}
 	return !l.NoEffectPreview
+}
+
+// rerunPreview is p's preview with its effect preview run again, on a's workspace as it
+// is now and in a person's profile: what a person decides on once the one shown went
+// stale, or ran ahead in a pattern's bounded profile (askOnPersonRerun). Nil when none
+// is made.
+func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
+	if p.Preview == nil {
+		return nil
+	}
+	fresh := *p.Preview
+	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
+	q := *p
+	q.Preview = &fresh
+	withEffect(ctx, st, previews, room, l, a, &q, nil, c, nil)
+	return q.Preview
+}
+
+// ranAgain says what approving does once a proposal's preview was run again (where: how),
+// rerun being what that run gave; "" when none was made.
+func ranAgain(rerun *api.Preview, where string) string {
+	switch {
+	case rerun != nil && rerun.Effect.Appliable():
+		return "its preview was run again " + where + ": approving applies that change"
+	case rerun != nil && rerun.Effect != nil:
+		return "its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
+	}
+	return ""
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
@@ -147,22 +146,6 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	return ended, tx.UpdateAgent(a)
 }
 
-// rerunPreview is p's preview with its effect preview run again, on a's workspace as it
-// is now and in a person's profile: what a person decides on once the one shown went
-// stale, or ran ahead in a pattern's bounded profile (askOnPersonRerun). Nil when none
-// is made.
-func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
-	if p.Preview == nil {
-		return nil
-	}
-	fresh := *p.Preview
-	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
-	q := *p
-	q.Preview = &fresh
-	withEffect(ctx, st, previews, room, l, a, &q, nil, c, nil)
-	return q.Preview
-}
-
 // staleEnd is the end of p's step when its preview's change was not applied, the
 // workspace having changed since (err): a person decides again on rerun, the preview run
 // again on the workspace as it is now, whose change approving then applies; without one
@@ -175,16 +158,4 @@ func staleEnd(p *api.Proposal, err error, rerun *api.Preview) stepEnd {
 	result := "Not applied: " + why
 	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},
 		ep: episodeOf(p, "interrupted", result, ""), disk: -1, rerun: rerun}
-}
-
-// ranAgain says what approving does once a proposal's preview was run again (where: how),
-// rerun being what that run gave; "" when none was made.
-func ranAgain(rerun *api.Preview, where string) string {
-	switch {
-	case rerun != nil && rerun.Effect.Appliable():
-		return "its preview was run again " + where + ": approving applies that change"
-	case rerun != nil && rerun.Effect != nil:
-		return "its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
-	}
-	return ""
 }

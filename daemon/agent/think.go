@@ -512,3 +512,52 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
 	})
 }
+
+// runAhead adds to p, the model's proposal not yet stored, the effect preview of its
+// command (withEffect), showing the agent previewing meanwhile.
+func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last *api.Proposal, cmds commands.Set) {
+	if c, ok := cmds.Get(p.Command); ok {
+		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) } // through the applier, which publishes it
+		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing)
+	}
+}
+
+// askOnPersonRerun runs p, whose bounded run ahead askedBounded dropped, ahead again in a
+// person's profile, the way a stale preview is (rerunPreview), and has the person asked
+// on what that run gives (cycle.PreviewRerun): p's Ref changes with it, so a decision
+// made on p as shown before is refused (look again). Nothing moves when p was decided,
+// or its run ended, meanwhile.
+func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, p *api.Proposal, cmds commands.Set) {
+	c, ok := cmds.Get(p.Command)
+	if !ok {
+		return
+	}
+	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, c)
+	why := boundedPreviewReason
+	if again := ranAgain(rerun, "in yours"); again != "" {
+		why = "ran ahead in the pattern's bounded profile; " + again
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		now, err := tx.Proposal(p.ID)
+		if err != nil || now.Status != api.ProposalPending { // decided, or its run ended, meanwhile
+			return err
+		}
+		asked := &change{a: cur, p: now, ev: cycle.Event{Kind: cycle.PreviewRerun, Reason: why}, rerun: rerun, pub: r.s.events.Publish}
+		if _, err := apply(tx, asked); errors.As(err, new(*cycle.IllegalError)) {
+			return nil // stopped or failed meanwhile: nobody to ask
+		} else if err != nil {
+			return err
+		}
+		asked.shown = known(cur, now, nil)
+		return tx.UpdateAgent(cur)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil { // paused or stopped: asked on the dropped one
+		r.s.log.Error("asking on the preview run again", "agent", a.ID, "proposal", p.ID, "err", err)
+	}
+}
