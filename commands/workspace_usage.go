@@ -102,8 +102,9 @@ func FSUsed(dir string) (int64, bool) {
 // dir's file system (FSUsed, one call); once that grew by more than limit-measured since
 // the last measurement, it measures (measure: a walk, DiskUsage or more), and calls cut
 // with the measurement when that is over limit, once, then stops watching. Growth that
-// was someone else's raises the baseline instead. stop ends the watch; it returns once
-// the watch did, so cut is never called after it.
+// was someone else's raises the baseline instead; every tenth look measures whatever
+// the file system says, since what others free there hides growth. stop ends the
+// watch; it returns once the watch did, so cut is never called after it.
 func WatchDisk(dir string, limit, measured int64, interval time.Duration, measure func() (int64, error), cut func(n int64)) (stop func()) {
 	base, known := FSUsed(dir)
 	done, exited := make(chan struct{}), make(chan struct{})
@@ -111,14 +112,16 @@ func WatchDisk(dir string, limit, measured int64, interval time.Duration, measur
 		defer close(exited)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		for {
+		for look := 1; ; look++ {
 			select {
 			case <-done:
 				return
 			case <-t.C:
 			}
+			// statfs sees the whole file system, where what others free at the same time
+			// hides what this writer adds: every tenth look measures whatever it says.
 			used, ok := FSUsed(dir)
-			if !ok || !known || used-base <= limit-measured {
+			if look%10 != 0 && (!ok || !known || used-base <= limit-measured) {
 				continue
 			}
 			n, err := measure()
