@@ -307,10 +307,14 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	if err := tx.InsertStepCheckpoint(row); err != nil {
 		return "", err
 	}
-	if row.Files > 0 {
-		if err := endExactGrants(tx, p.AgentID, p, step+", which changed the workspace"); err != nil {
-			return "", err
-		}
+	switch {
+	case row.Files > 0:
+		err = endExactGrants(tx, p.AgentID, p, step+", which changed the workspace")
+	case row.Notice != "": // a folder a checkpoint could not capture hides what changed in it
+		err = endExactGrants(tx, p.AgentID, p, step+", whose change is not known")
+	}
+	if err != nil {
+		return "", err
 	}
 	if t.putBack != "" {
 		if err := tx.Audit(p.AgentID, "put_back", map[string]string{"proposal": p.ID, "what": t.putBack}); err != nil {

@@ -339,7 +339,11 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
-	p = h.waitFor(a.ID, "the run of the rewritten check.py", func(v *api.Agent) bool { return v.Pending != nil && v.Pending.Step >= 5 }).Pending
+	// Asked, not only proposed: a proposal still to be weighed would be approved by the
+	// grant once check.py is put back below.
+	p = h.waitFor(a.ID, "the run of the rewritten check.py to be asked", func(v *api.Agent) bool {
+		return v.Pending != nil && v.Pending.Step >= 5 && v.State == api.StateAwaitingDecision
+	}).Pending
 	want := "check.py changed since y! granted it (" + d.Grant + ")"
 	if p.Command != "execute_python_file" || p.Preview == nil || !strings.Contains(p.Preview.Note, want) {
 		t.Fatalf("pending: %s %s preview %+v, want execute_python_file asking because %q", p.Command, p.Args, p.Preview, want)

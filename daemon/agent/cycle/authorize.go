@@ -223,8 +223,8 @@ func Matches(g *api.Grant, p *api.Proposal, spec *commands.Spec, opts permission
 		return false
 	}
 	switch g.Kind {
-	case api.GrantExact:
-		return g.Hash != "" && p.Command == g.Command && p.Hash == g.Hash
+	case api.GrantExact: // in the agent it was granted in only
+		return g.Hash != "" && p.Command == g.Command && p.Hash == g.Hash && g.AgentID == p.AgentID
 	case api.GrantPattern:
 		pat, err := permission.Parse(g.Pattern)
 		if err != nil {

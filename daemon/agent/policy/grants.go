@@ -35,6 +35,11 @@ func ApplyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 	case au.NewGrant != nil:
 		g := *au.NewGrant
 		g.ID, g.AgentID = randid.ID("g-"), owner.ID
+		if g.Kind == api.GrantExact {
+			// A y! is of this command in this agent's workspace: a helper's file of the
+			// same name and contents runs code of its own around it.
+			g.AgentID = a.ID
+		}
 		if g.Kind == api.GrantCount {
 			// A new y -N replaces the count still running, as it always did.
 			if err := EndCountGrants(tx, owner, "replaced by "+g.ID); err != nil {
@@ -69,7 +74,7 @@ func EndExactGrantsOnChange(tx *store.Tx, a *store.Agent, p *api.Proposal, chang
 	if err != nil {
 		return err
 	}
-	live, err := tx.LiveGrants(owner.ID, owner.RunID)
+	live, err := grantsFor(tx, a, owner)
 	if err != nil || len(live) == 0 {
 		return err
 	}
