@@ -87,13 +87,7 @@ func exactGrantEndsOnChange(t *testing.T, opts ...func(*Options)) {
 			}
 			os.WriteFile(filepath.Join(ws, "a", fmt.Sprint(i)), nil, 0o600)
 		}
-		if err := os.Mkdir(filepath.Join(ws, "lib"), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ws, "lib", "helper.py"), []byte("def main(): print('ok')\n"), 0o600); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(ws, "check.py"), []byte("from lib import helper\nhelper.main()\n"), 0o600)
+		return plantCheckImportingHelper(ws)
 	})
 	d, err := h.decide(a.ID, h.pending(a.ID), "y!")
 	if err != nil {
@@ -106,4 +100,15 @@ func exactGrantEndsOnChange(t *testing.T, opts ...func(*Options)) {
 	if p.Step != 3 {
 		t.Errorf("pending is step %d %s: step 3, check.py after step 2 rewrote lib/helper.py, ran unasked under %s", p.Step, p.Command, d.Grant)
 	}
+}
+
+// plantCheckImportingHelper plants check.py, which imports lib/helper.py, in ws.
+func plantCheckImportingHelper(ws string) error {
+	if err := os.Mkdir(filepath.Join(ws, "lib"), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ws, "lib", "helper.py"), []byte("def main(): print('ok')\n"), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(ws, "check.py"), []byte("from lib import helper\nhelper.main()\n"), 0o600)
 }

@@ -407,15 +407,7 @@ func TestExactGrantEndsOnceAnotherStepChangedTheWorkspace(t *testing.T) {
 		run, // 5 asks: the code check.py imports may have changed
 		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}), // 6
 	)
-	a := h.createPlanted(func(ws string) error {
-		if err := os.Mkdir(filepath.Join(ws, "lib"), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ws, "lib", "helper.py"), []byte("def main(): print('ok')\n"), 0o600); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(ws, "check.py"), []byte("from lib import helper\nhelper.main()\n"), 0o600)
-	})
+	a := h.createPlanted(plantCheckImportingHelper)
 	d, err := h.decide(a.ID, h.pending(a.ID), "y!")
 	if err != nil {
 		t.Fatal(err)
