@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,8 +77,11 @@ func openWorkspace(ws string) (*os.Root, string, error) {
 		testHookWorkspaceWalked()
 	}
 	r, err := os.OpenRoot(abs)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the path is ws, said already
+	}
 	if err != nil {
-		return nil, "", fmt.Errorf("workspace: folder %q is not usable: %s", ws, errText(err))
+		return nil, "", fmt.Errorf("workspace: folder %q is not usable: %w", ws, err)
 	}
 	// OpenRoot follows links: a link swapped in since the walk gives another folder.
 	fi, err := r.Stat(".")

@@ -1,8 +1,17 @@
 package commands
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path"
+	"strings"
 	"time"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,33 +26,40 @@ const maxUsageDepth = 2048
 
 // DiskUsage is the disk workspace ws takes: the blocks of every file and folder in it,
 // each counting at least MinEntryBytes, a file with several links once. It walks by
-// descriptor from the workspace opened as OpenWorkspace does, never following a link;
-// what cannot be read counts as one entry.
+// descriptor from the workspace opened as OpenWorkspace does, never following a link.
+// A walk that would come up short fails instead, naming the folder and the fix, so that
+// what it cannot see is never taken for nothing: a folder it may not list or look into
+// (a daemon that is not root walks as the uid its sandboxes write as, which may chmod
+// its own folders 0300) and folders nested deeper than maxUsageDepth.
 func DiskUsage(ws string) (int64, error) {
+	u := &usage{seen: map[[2]uint64]bool{}}
 	root, err := OpenWorkspace(ws)
+	if errors.Is(err, fs.ErrPermission) {
+		return 0, u.unlisted(".", err)
+	}
 	if err != nil {
 		return 0, err
 	}
 	defer root.Close()
 	top, err := root.Open(".")
 	if err != nil {
-		return 0, err
+		return 0, u.unlisted(".", err)
 	}
 	defer top.Close()
-	u := &usage{seen: map[[2]uint64]bool{}}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(top.Fd()), &st); err != nil {
-		return 0, err
+		return 0, u.unlisted(".", err)
 	}
 	u.add(&st)
-	u.folder(top, 0)
-	return u.bytes, nil
+	u.folder(top, 0, ".")
+	return u.bytes, u.err
 }
 
 // usage is one DiskUsage walk.
 type usage struct {
 	bytes int64
 	seen  map[[2]uint64]bool // (device, inode) of files with more than one link
+	err   error              // why the walk stopped short
 }
 
 func (u *usage) add(st *unix.Stat_t) {
@@ -57,31 +73,66 @@ func (u *usage) add(st *unix.Stat_t) {
 	u.bytes += max(st.Blocks*512, MinEntryBytes)
 }
 
-// folder adds what dir holds, descending into its folders.
-func (u *usage) folder(dir *os.File, depth int) {
+// unlisted is the error of a walk that could not list or look into the folder at rel.
+func (u *usage) unlisted(rel string, err error) error {
+	if u.err == nil {
+		u.err = fmt.Errorf("disk usage: cannot read the folder %q in the workspace (%w), so what it holds cannot be counted: "+
+			"make it readable again (chmod -R u+rwx %s) or remove it", display.Cut(rel, 200, display.Ellipsis), err, topOf(rel))
+	}
+	return u.err
+}
+
+// topOf is the workspace's entry that holds rel, as a shell word.
+func topOf(rel string) string {
+	top, _, _ := strings.Cut(rel, "/")
+	return api.QuoteWord(top)
+}
+
+// folder adds what dir, at rel in the workspace, holds, descending into its folders;
+// it stops at the first thing it cannot count (u.err).
+func (u *usage) folder(dir *os.File, depth int, rel string) {
 	fd := int(dir.Fd())
-	for {
+	for u.err == nil {
 		entries, err := dir.ReadDir(256)
 		for _, e := range entries {
 			var st unix.Stat_t
-			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				u.bytes += MinEntryBytes
+			if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if err != unix.ENOENT { // one removed meanwhile takes nothing
+					u.unlisted(rel, err)
+					return
+				}
 				continue
 			}
 			u.add(&st)
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR || depth+1 >= maxUsageDepth {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				continue
 			}
-			sub, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			sub := path.Join(rel, e.Name())
+			if depth+1 >= maxUsageDepth {
+				u.err = fmt.Errorf("disk usage: the workspace has folders nested deeper than %d, too deep to count what they hold: remove them (rm -rf %s)",
+					maxUsageDepth, topOf(sub))
+				return
+			}
+			h, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
+				if err != unix.ENOENT {
+					u.unlisted(sub, err)
+					return
+				}
 				continue
 			}
-			f := os.NewFile(uintptr(sub), e.Name())
-			u.folder(f, depth+1)
+			f := os.NewFile(uintptr(h), e.Name())
+			u.folder(f, depth+1, sub)
 			f.Close()
+			if u.err != nil {
+				return
+			}
 		}
-		if err != nil || len(entries) == 0 {
+		if err == io.EOF || err == nil && len(entries) == 0 {
 			return
+		}
+		if err != nil {
+			u.unlisted(rel, err)
 		}
 	}
 }
@@ -100,12 +151,13 @@ func FSUsed(dir string) (int64, bool) {
 
 // WatchDisk bounds what a running command writes in dir: every interval it looks at
 // dir's file system (FSUsed, one call); once that grew by more than limit-measured since
-// the last measurement, it measures (measure: a walk, DiskUsage or more), and calls cut
-// with the measurement when that is over limit, once, then stops watching. Growth that
-// was someone else's raises the baseline instead; every tenth look measures whatever
-// the file system says, since what others free there hides growth. stop ends the
-// watch; it returns once the watch did, so cut is never called after it.
-func WatchDisk(dir string, limit, measured int64, interval time.Duration, measure func() (int64, error), cut func(n int64)) (stop func()) {
+// the last measurement, or could not be looked at, it measures (measure: a walk,
+// DiskUsage or more), and calls cut once, then stops watching, when the measurement is
+// over limit or failed (err): what cannot be measured cannot be shown within the limit.
+// Growth that was someone else's raises the baseline instead; every tenth look measures
+// whatever the file system says, since what others free there hides growth. stop ends
+// the watch; it returns once the watch did, so cut is never called after it.
+func WatchDisk(dir string, limit, measured int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -121,18 +173,15 @@ func WatchDisk(dir string, limit, measured int64, interval time.Duration, measur
 			// statfs sees the whole file system, where what others free at the same time
 			// hides what this writer adds: every tenth look measures whatever it says.
 			used, ok := FSUsed(dir)
-			if look%10 != 0 && (!ok || !known || used-base <= limit-measured) {
+			if look%10 != 0 && ok && known && used-base <= limit-measured {
 				continue
 			}
 			n, err := measure()
-			if err != nil {
-				continue
-			}
-			if n > limit {
-				cut(n)
+			if err != nil || n > limit {
+				cut(n, err)
 				return
 			}
-			base, measured = used, n // others wrote there: look again after as much growth
+			base, known, measured = used, ok, n // others wrote there: look again after as much growth
 		}
 	}()
 	return func() {

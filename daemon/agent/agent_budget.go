@@ -61,6 +61,8 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 			busy.Round(time.Millisecond), b.MaxWall, a.Name)
 	case overDisk(a, b.MaxDisk) != "":
 		return "disk", overDisk(a, b.MaxDisk)
+	case s.unmeasured(a) != "":
+		return "disk", s.unmeasured(a)
 	}
 	return "", ""
 }
@@ -163,6 +165,7 @@ type diskWalk struct {
 	at     time.Time
 	fsUsed int64 // fsUsed of the workspace's file system then
 	took   time.Duration
+	err    error // why the walk failed: the agent is over its disk budget until one succeeds
 }
 
 func (w *diskWalks) get(id string) (diskWalk, bool) {

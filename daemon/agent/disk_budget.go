@@ -41,24 +41,44 @@ func (s *agentBudgets) previewRoom(a *store.Agent) int64 {
 }
 
 // diskAfter measures a's workspace after a command of class ran, when a has a disk
-// budget and the command may have written; -1 when nothing was measured (see cheapWalk).
+// budget and the command may have written; -1 when nothing was measured (see cheapWalk)
+// or the walk failed, which keeps a over its budget until a walk succeeds (agentOver).
 func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
 		return -1
 	}
 	used, ok := commands.FSUsed(a.Workspace)
-	if last, seen := s.walks.get(a.ID); ok && seen && last.took > cheapWalk &&
+	if last, seen := s.walks.get(a.ID); ok && seen && last.err == nil && last.took > cheapWalk &&
 		time.Since(last.at) < diskRewalk && used-last.fsUsed <= budget-a.DiskBytes {
 		return -1
 	}
-	start := time.Now()
-	n, err := commands.DiskUsage(a.Workspace)
+	n, err := s.measureDisk(a.ID, a.Workspace, used)
 	if err != nil {
 		return -1
 	}
-	s.walks.set(a.ID, diskWalk{at: start, fsUsed: used, took: time.Since(start)})
 	return n
+}
+
+// measureDisk walks agent id's workspace ws (commands.DiskUsage), whose file system had
+// fsUsed in use, and remembers the walk, failed or not.
+func (s *agentBudgets) measureDisk(id, ws string, fsUsed int64) (int64, error) {
+	start := time.Now()
+	n, err := commands.DiskUsage(ws)
+	s.walks.set(id, diskWalk{at: start, fsUsed: fsUsed, took: time.Since(start), err: err})
+	return n, err
+}
+
+// unmeasured says why a's disk budget cannot be shown to hold, when the last walk of its
+// workspace failed; "" when it did not or a has no disk budget.
+func (s *agentBudgets) unmeasured(a *store.Agent) string {
+	budget := s.agentBudget(a).MaxDisk
+	last, seen := s.walks.get(a.ID)
+	if budget <= 0 || !seen || last.err == nil {
+		return ""
+	}
+	return fmt.Sprintf("its workspace (%s) could not be measured, so it cannot be shown within its disk budget of %s: %v; "+
+		"then resume it, or remove the budget with `agentctl budget %s --max-disk 0`", a.Workspace, display.Size(budget), last.err, a.Name)
 }
 
 // watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
@@ -72,8 +92,12 @@ func (s *agentBudgets) watchDisk(a *store.Agent, cancel func()) (stop func() str
 	var why string // set before the watch ends
 	end := commands.WatchDisk(a.Workspace, budget, a.DiskBytes, diskWatchEvery,
 		func() (int64, error) { return commands.DiskUsage(a.Workspace) },
-		func(n int64) {
+		func(n int64, err error) {
 			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
+			if err != nil {
+				s.walks.set(a.ID, diskWalk{at: time.Now(), err: err}) // a is over its budget until a walk succeeds
+				why = fmt.Sprintf("its workspace could not be measured while it ran, so it could not be shown within its disk budget of %s: %v", display.Size(budget), err)
+			}
 			cancel()
 		})
 	return func() string {

@@ -325,13 +325,13 @@ func (s *runs) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt ru
 }
 
 // remeasure measures agent ref's workspace again, when it has a disk budget that its
-// stored usage is over: files may have been removed since (by a person, before they
-// resume it). It stores what it found.
+// stored usage is over or its last walk failed: files may have been removed or made
+// readable since (by a person, before they resume it). It stores what it found.
 func (s *runs) remeasure(ctx context.Context, ref string) {
 	var id, ws string
 	s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
-		if err == nil && overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" {
+		if err == nil && (overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" || s.agentBudgets.unmeasured(a) != "") {
 			id, ws = a.ID, a.Workspace
 		}
 		return err
@@ -339,7 +339,8 @@ func (s *runs) remeasure(ctx context.Context, ref string) {
 	if id == "" {
 		return
 	}
-	n, err := commands.DiskUsage(ws)
+	used, _ := commands.FSUsed(ws)
+	n, err := s.agentBudgets.measureDisk(id, ws, used)
 	if err != nil {
 		return
 	}

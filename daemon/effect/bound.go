@@ -45,8 +45,11 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs0, known := commands.FSUsed(b.view)
-	stop := commands.WatchDisk(b.view, b.room, took, boundEvery, b.measure, func(n int64) {
+	stop := commands.WatchDisk(b.view, b.room, took, boundEvery, b.measure, func(n int64, err error) {
 		b.over = b.overBy(n, took)
+		if err != nil {
+			b.over = b.unmeasured(err)
+		}
 		cancel()
 	})
 	out, err := fn(ctx)
@@ -59,7 +62,10 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 		return out, err // the file system grew less than that: no walk needed
 	}
 	n, merr := b.measure()
-	if merr == nil && n+(n-took) > b.room {
+	switch {
+	case merr != nil:
+		b.over = b.unmeasured(merr)
+	case n+(n-took) > b.room:
 		b.over = b.overBy(n+(n-took), took)
 	}
 	b.grew = max(n-took, 0)
@@ -70,6 +76,13 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 // beside the copy as it is now. The capture counts a file at its full size, as the store
 // keeps it, so sparse files the copy holds in a few blocks are bounded too.
 func (b *diskBound) storeRoom(took int64) int64 { return b.room - took - b.grew }
+
+// unmeasured is why a run ahead whose disk could not be measured (err) was stopped:
+// what cannot be measured cannot be shown within room.
+func (b *diskBound) unmeasured(err error) string {
+	return fmt.Sprintf("its run ahead could not be shown within the %s of disk its budget leaves a preview (%v): it was stopped, and nothing it wrote is kept",
+		display.Size(b.room), err)
+}
 
 func (b *diskBound) overBy(n, took int64) string {
 	return fmt.Sprintf("its run ahead wrote past the %s of disk its budget leaves a preview (%s with its copy of the workspace and its change, %s before it ran): it was stopped, and nothing it wrote is kept",
