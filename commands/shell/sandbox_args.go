@@ -56,9 +56,9 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 
 // bwrapArgs builds the sandbox: its own network, pid, ipc, uts and cgroup namespaces (a
 // loopback of its own, and slirp4netns's way out when the network is granted: netArgs), killed with its parent, a new session
-// (no terminal to inject input into), the system read-only, fresh /proc and /dev, a
-// bounded /tmp and an empty HOME of its own, the workspace read-write at its own path as
-// the only other writable place (less what v pins, makes read-only or hides; all of it
+// (no terminal to inject input into), the system read-only, fresh /proc and a read-only
+// /dev, a bounded /tmp, /dev/shm and an empty HOME of its own, the workspace read-write
+// at its own path as the only other writable place (less what v pins, makes read-only or hides; all of it
 // read-only in a bounded run), and nothing else of the host: no /home, /root, /run, /var
 // or /sys. An empty workspace leaves it out (the probe).
 //
@@ -125,12 +125,19 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 		switch {
 		case err != nil:
 		case fi.IsDir():
-			a = append(a, "--tmpfs", h)
+			a = emptyDir(a, h)
 		default:
 			a = append(a, "--ro-bind", "/dev/null", h)
 		}
 	}
-	return a
+	// The root and /dev that bwrap makes are tmpfs without a bound, which a sandbox of a
+	// daemon that is not root owns: read-only once everything is mounted on them.
+	return append(a, "--remount-ro", "/dev", "--remount-ro", "/")
+}
+
+// emptyDir appends an empty read-only folder at p, hiding what is there.
+func emptyDir(a []string, p string) []string {
+	return append(a, "--perms", "0555", "--size", "4096", "--tmpfs", p, "--remount-ro", p)
 }
 
 // dirsTo appends the folders leading to a bind at p, made 0755: bwrap would make them
@@ -194,7 +201,7 @@ func (d denied) args(a []string, in func(string) string) []string {
 	for _, o := range ops {
 		switch o.kind {
 		case "dir":
-			a = append(a, "--perms", "0555", "--size", "4096", "--tmpfs", in(o.path), "--remount-ro", in(o.path))
+			a = emptyDir(a, in(o.path))
 		case "file":
 			a = append(a, "--ro-bind", "/dev/null", in(o.path))
 		case "fixed":
