@@ -78,7 +78,7 @@ func (s *agentBudgets) unmeasured(a *store.Agent) string {
 		return ""
 	}
 	return fmt.Sprintf("its workspace (%s) could not be measured, so it cannot be shown within its disk budget of %s: %v; "+
-		"then resume it, or remove the budget with `agentctl budget %s --max-disk 0`", a.Workspace, display.Size(budget), last.err, a.Name)
+		"then `agentctl resume %s`, or remove the budget with `agentctl budget %s --max-disk 0`", a.Workspace, display.Size(budget), last.err, a.Name, a.Name)
 }
 
 // watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
