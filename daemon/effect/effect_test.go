@@ -420,8 +420,9 @@ func TestApplyFailsClosedWhenThePreviewStoreNoLongerHoldsTheChangeShown(t *testi
 
 // A run ahead is bounded by the disk the agent's budget leaves a preview: a workspace
 // whose copy would not fit is not copied, and a command that writes past the bound —
-// still writing when it is looked at, or done before — is stopped, gets no preview
-// saying why, and leaves nothing in the copy; the workspace itself is untouched.
+// still writing when it is looked at, or done before — or beyond what the disk walk can
+// count (folders nested past its depth) is stopped, gets no preview saying why, and
+// leaves nothing in the copy; the workspace itself is untouched.
 func TestPreviewIsBoundedByTheDiskItsBudgetLeaves(t *testing.T) {
 	for _, c := range []struct {
 		name, line string
@@ -433,6 +434,9 @@ func TestPreviewIsBoundedByTheDiskItsBudgetLeaves(t *testing.T) {
 		{"copy_and_store_take_more", "touch x", 16 << 10, 0, "its copy of the workspace and its checkpoints take"},
 		{"still_writing_is_stopped", "head -c 8388608 /dev/zero > big.bin; sleep 60", 2 << 20, 0, "its run ahead wrote past the 2 MiB"},
 		{"wrote_past_before_it_ended", "head -c 8388608 /dev/zero > big.bin", 2 << 20, 0, "its run ahead wrote past the 2 MiB"},
+		{"nested_past_the_walk_is_stopped", `python3 -c 'import os
+for _ in range(2100):
+    os.mkdir("d"); os.chdir("d")'; sleep 60`, 64 << 20, 0, "its run ahead could not be shown within the 64 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, shell.Options{})
