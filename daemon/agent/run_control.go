@@ -325,16 +325,22 @@ func (s *runs) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt ru
 }
 
 // remeasure measures agent ref's workspace again, when it has a disk budget that its
-// stored usage is over or its last walk failed: files may have been removed or made
-// readable since (by a person, before they resume it). It stores what it found.
+// stored usage is over, its last walk failed or none was made since the daemon started:
+// files may have been removed or made readable since (by a person, before they resume
+// it). It stores what it found.
 func (s *runs) remeasure(ctx context.Context, ref string) {
 	var id, ws string
 	s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
-		if err == nil && (overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" || s.agentBudgets.unmeasured(a) != "") {
+		if err != nil {
+			return err
+		}
+		_, walked := s.agentBudgets.walks.get(a.ID)
+		budget := s.agentBudgets.agentBudget(a).MaxDisk
+		if overDisk(a, budget) != "" || s.agentBudgets.unmeasured(a) != "" || budget > 0 && !walked {
 			id, ws = a.ID, a.Workspace
 		}
-		return err
+		return nil
 	})
 	if id == "" {
 		return
