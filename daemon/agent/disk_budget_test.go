@@ -54,8 +54,11 @@ func TestAgentWhoseWorkspaceCannotBeMeasuredPauses(t *testing.T) {
 // A command that makes its workspace beyond what the disk walk can count while it runs
 // is cut then, its result saying why, rather than left to write unmeasured.
 func TestCommandCutWhenItsWorkspaceCannotBeMeasured(t *testing.T) {
-	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 2 << 20} })
-	h.fake.Script(shellReply(nestDeep("sleep 120; echo finished")))
+	// The folders take 8.2 MiB, under the budget, so that a walk while they are made
+	// does not cut for the size; the file written after them takes the file system past
+	// it, and the walk that follows cannot count them.
+	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 12 << 20} })
+	h.fake.Script(shellReply(nestDeep("head -c 16777216 /dev/zero > big; sleep 120; echo finished")))
 	listForever(h)
 	a := autoAgent(h, 10)
 	h.approve(a.ID, "execute_shell")
