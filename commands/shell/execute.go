@@ -76,7 +76,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
+	v := view{denied: d, bounded: prof.Bounded, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
 	home := sandboxHome
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {
@@ -98,7 +98,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	extra, err := e.box.files()
+	extra, err := e.box.files(v)
 	if err != nil {
 		net.end()
 		return nil, fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)

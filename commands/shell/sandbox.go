@@ -41,6 +41,7 @@ type sandbox struct {
 	hide   []string
 	slirp  string // slirp4netns, when the network is granted and it works here
 	netErr error  // the network is granted and slirp4netns is missing or fails: runs with it refuse
+	git    boundGit // how a bounded run's git is reached
 }
 
 // newSandbox picks the sandbox o asks for, probing it once per configuration.
@@ -57,6 +58,7 @@ func newSandbox(o Options) (*sandbox, error) {
 	switch {
 	case err == nil:
 		s.netErr = s.probeNet()
+		s.git = findGit()
 	case o.Sandbox == SandboxBwrap:
 		return nil, fmt.Errorf("shell: %w: %v", ErrNoSandbox, err)
 	default:
@@ -189,7 +191,7 @@ func (s *sandbox) runProbe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	argv := s.wrap("", view{offline: true}, []string{"/bin/cat", "/proc/self/status"}) // the network is probeNet's
-	extra, err := s.files()
+	extra, err := s.files(view{})
 	if err != nil {
 		return err
 	}
@@ -211,18 +213,34 @@ func (s *sandbox) runProbe() error {
 	return nil
 }
 
-// files are the descriptors bwrap is given for a run: the seccomp filter, when there is
-// one. None unsandboxed.
-func (s *sandbox) files() ([]*os.File, error) {
-	if s.bwrap == "" || seccompArch == 0 {
+// files are the descriptors bwrap is given for a run as v shows it: the seccomp filter,
+// when there is one, and a bounded run's git (boundGit.files). None unsandboxed.
+func (s *sandbox) files(v view) ([]*os.File, error) {
+	if s.bwrap == "" {
 		return nil, nil
 	}
-	f, err := seccompFile()
-	if err != nil {
-		return nil, err
+	var out []*os.File
+	if seccompArch != 0 {
+		f, err := seccompFile()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
 	}
-	return []*os.File{f}, nil
+	if s.boundsGit(v) {
+		g, err := s.git.files(!v.readOnly)
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		out = append(out, g...)
+	}
+	return out, nil
 }
+
+// boundsGit reports whether v's programs reach git through the script: in a bounded run,
+// when git is installed.
+func (s *sandbox) boundsGit(v view) bool { return v.bounded && s.git.real != "" }
 
 // checkConfined reads a /proc/PID/status and says what, if anything, is not confined.
 func checkConfined(status string) error {

@@ -15,6 +15,7 @@ import (
 type view struct {
 	binds
 	denied
+	bounded  bool // a pattern approved the run: git runs no program the repository names
 	readOnly bool // the workspace is bound read-only: a bounded run without +write
 	offline  bool // no network, whatever the options grant: a bounded run
 	// at is where the programs see the workspace, when not at its own path (an effect
@@ -92,8 +93,16 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 	a = append(a, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
 		"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm",
 		"--perms", "1777", "--size", tmp, "--tmpfs", sandboxHome)
+	fd := 3 // the first of the files, in their order
+	if seccompArch != 0 {
+		fd++
+	}
+	if s.boundsGit(v) {
+		a = s.git.args(a, bound, fd)
+		fd += len(s.git.over)
+	}
 	if s.online(v) {
-		a = netArgs(a, bound)
+		a = netArgs(a, bound, fd)
 	}
 	bound = append(bound, s.o.ReadOnlyPaths...)
 	for _, p := range s.o.ReadOnlyPaths {
