@@ -3,12 +3,18 @@
 # approved this command, not a person.
 #
 # The drivers .gitattributes selects by a name of the repository's choosing (filter.NAME.
-# clean/smudge/process, diff.NAME.textconv/command, merge.NAME.driver) cannot be set off
-# by a fixed list: this asks the real git which the config it will read defines (includes,
-# worktree config and a nested repository's own alike) and gives git, in its command-line
-# scope that no repository overrides, a value for each that runs none of them. The keys
-# that are one for every repository (core.fsmonitor, core.hooksPath, ...) are set already,
-# in the environment.
+# clean/smudge/process, diff.NAME.textconv/command, merge.NAME.driver) and the archive
+# formats git archive --format picks (tar.NAME.command) cannot be set off by a fixed list:
+# this asks the real git which the config it will read defines (includes, worktree config
+# and a nested repository's own alike) and gives git, in its command-line scope that no
+# repository overrides, a value for each that runs none of them. The keys that are one for
+# every repository (core.fsmonitor, core.hooksPath, ...) are set already, in the
+# environment. A manual page is refused: its viewers are a list (man.viewer) the
+# repository's entries head, which no later setting takes back.
+refuse_help() {
+	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
+	exit 128
+}
 k=0 value=
 for a; do
 	if [ -n "$value" ]; then
@@ -21,11 +27,21 @@ for a; do
 		exit 128
 		;;
 	-C | --git-dir | --work-tree | --namespace | --super-prefix) value=1 ;;
+	--help) refuse_help ;;
 	-*) ;;
 	*) break ;;
 	esac
 	k=$((k + 1))
 done
+
+# subcommand ARGS...: whether git's subcommand and its first argument ask for a manual page.
+manual() {
+	shift "$k"
+	[ "${1-}" = help ] || [ "${2-}" = --help ]
+}
+if manual "$@"; then
+	refuse_help
+fi
 
 # scan N ARGS...: the driver keys the config of the repository ARGS's first N (git's own
 # options: -C, --git-dir...) lead to defines, one a line.
@@ -38,7 +54,7 @@ scan() {
 		i=$((i + 1))
 	done
 	shift "$all"
-	"$real" "$@" config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|diff\.external)$'
+	"$real" "$@" config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external)$'
 }
 keys=$(scan "$k" "$@")
 case $? in
@@ -68,6 +84,9 @@ while IFS= read -r key; do
 		;;
 	merge.*.driver)
 		set_key "$key" 'echo "agentd: a bounded git runs no merge.NAME.driver: the file is left in conflict" >&2; false'
+		;;
+	tar.*.command)
+		set_key "$key" 'echo "agentd: a bounded git runs no tar.NAME.command: use git archive --format=tar or zip" >&2; false'
 		;;
 	trailer.*.cmd | trailer.*.command) # git commit --trailer runs it
 		if [ "$write" = true ]; then

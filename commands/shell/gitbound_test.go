@@ -85,6 +85,8 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
 		{"diff_external", "proj", "text", ".git/config", "[diff]\n\texternal = " + planted + "\n",
 			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
+		{"archive_tar_command", "proj", "text", ".git/config", "[tar \"x\"]\n\tcommand = " + planted + "\n",
+			false, "cd proj && git archive --format=x HEAD >/dev/null", "no tar.NAME.command"},
 		{"merge_driver_write", "proj", "merge=x", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[merge \"x\"]\n\tdriver = " + planted + "\n",
 			true, "cd proj && git merge -q other 2>&1; git status --short", "UU a.txt"},
 	}
@@ -125,13 +127,15 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 }
 
 // TestBoundedGitRefusals: a bounded git refuses, naming the fix, what it cannot keep from
-// running a program: settings on its own command line (which outrank agentd's), and in a
-// +write run a repository whose config names a trailer command. A read-only run of the
+// running a program: settings on its own command line (which outrank agentd's), a manual
+// page (whose viewer the repository's man.viewer names first), and in a +write run a
+// repository whose config names a trailer command. A read-only run of the
 // same repository works, and a plain `git diff` works (no external diff is set).
 func TestBoundedGitRefusals(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
-	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[trailer \"x\"]\n\tcmd = "+planted+"\n")
+	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[trailer \"x\"]\n\tcmd = "+planted+"\n"+
+		"[man]\n\tviewer = x\n[man \"x\"]\n\tcmd = "+planted+"\n")
 	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
 	tests := []struct {
 		name  string
@@ -141,6 +145,9 @@ func TestBoundedGitRefusals(t *testing.T) {
 	}{
 		{"command_line_setting", false, "cd proj && git -c core.fsmonitor=true status", "takes no -c"},
 		{"config_env_setting", false, "cd proj && git --config-env=core.pager=HOME status", "takes no --config-env"},
+		{"manual_page", false, "cd proj && git status --help", "shows no manual page"},
+		{"manual_page_global_option", false, "cd proj && git --help status", "shows no manual page"},
+		{"help_command", false, "cd proj && git help status", "shows no manual page"},
 		{"trailer_command_write", true, "cd proj && git status --short", "refused: this repository's config sets trailer.x.cmd"},
 		{"trailer_command_read_only", false, "cd proj && git status --short", " M a.txt"},
 		{"plain_diff", false, "cd proj && git diff", "+hellO"},

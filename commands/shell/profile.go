@@ -42,6 +42,8 @@ var boundedGitConfig = [][2]string{
 	{"gpg.program", "false"},
 	{"gpg.ssh.program", "false"},
 	{"gpg.x509.program", "false"},
+	{"gpg.ssh.defaultKeyCommand", "false"},
+	{"interactive.diffFilter", "cat"},
 	{"protocol.allow", "never"},
 	// A repository's protocol.NAME.allow overrides protocol.allow, but not these; and
 	// GIT_ALLOW_PROTOCOL (env) overrides both, so no transport runs a program it names.

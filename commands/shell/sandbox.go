@@ -39,8 +39,8 @@ type sandbox struct {
 	asRoot bool   // agentd runs as root: setpriv drops to o.UID/o.GID, no user namespace
 	reason string // mode auto without a working sandbox: why, and the commands refuse to run
 	hide   []string
-	slirp  string // slirp4netns, when the network is granted and it works here
-	netErr error  // the network is granted and slirp4netns is missing or fails: runs with it refuse
+	slirp  string   // slirp4netns, when the network is granted and it works here
+	netErr error    // the network is granted and slirp4netns is missing or fails: runs with it refuse
 	git    boundGit // how a bounded run's git is reached
 }
 
