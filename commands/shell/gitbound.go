@@ -17,7 +17,7 @@ import (
 var gitBoundScript string
 
 // realGitAt is where a bounded run sees the real git, which only the script runs.
-const realGitAt = "/run/agentd/git"
+const realGitAt = "/agentd-git/git"
 
 // boundGit is how a bounded run reaches git through the script: the real git's path on
 // the host, and the paths the script is bound over — git on programPath, and git's own
