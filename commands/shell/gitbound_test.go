@@ -1,17 +1,19 @@
 package shell
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/commands"
 )
 
 // gitIn runs the host's git in dir, as a person setting up a repository would.
-func gitIn(t *testing.T, dir string, args ...string) {
+func gitIn(t testing.TB, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...)
 	cmd.Dir = dir
@@ -160,4 +162,36 @@ func TestBoundedGitRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkBoundedGitStatus runs `git status --short` in a repository of 1,000 committed
+// files, one changed, as a person's approval runs it and as a pattern's does (through the
+// bounded git, which asks the real one for the config's drivers first), in turn, and
+// reports each per command and the bounded git's cost.
+func BenchmarkBoundedGitStatus(b *testing.B) {
+	c := mustShell(b, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(b)})
+	ws := workspace(b)
+	gitRepo(b, ws)
+	for i := range 1000 {
+		dir := filepath.Join(ws, fmt.Sprintf("d%02d", i%50))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644)
+	}
+	gitIn(b, ws, "add", ".")
+	gitIn(b, ws, "commit", "-qm", "files")
+	os.WriteFile(filepath.Join(ws, "d00", "f0.txt"), []byte("y\n"), 0o644)
+	profiles := []commands.Profile{{}, {Bounded: true}}
+	spent := make([]time.Duration, len(profiles))
+	for b.Loop() {
+		for i, p := range profiles {
+			start := time.Now()
+			if out, err := runAs(b, c, ws, p, "git status --short"); err != nil || !strings.Contains(out, "M d00/f0.txt") {
+				b.Fatal(err, out)
+			}
+			spent[i] += time.Since(start)
+		}
+	}
+	b.ReportMetric(msPerOp(b, spent[0]), "person-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[1]), "bounded-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[1]-spent[0]), "bounded-git-ms/cmd")
 }
