@@ -55,19 +55,12 @@ func (g boundGit) script(write bool) []byte {
 func (g boundGit) files(write bool) ([]*os.File, error) {
 	var out []*os.File
 	for range g.over {
-		r, w, err := os.Pipe()
+		f, err := dataPipe(g.script(write)) // a few kilobytes
 		if err != nil {
 			closeAll(out)
 			return nil, err
 		}
-		_, err = w.Write(g.script(write)) // a few kilobytes: within the pipe's buffer
-		w.Close()
-		if err != nil {
-			r.Close()
-			closeAll(out)
-			return nil, err
-		}
-		out = append(out, r)
+		out = append(out, f)
 	}
 	return out, nil
 }

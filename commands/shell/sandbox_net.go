@@ -154,18 +154,12 @@ func (s *sandbox) newNetRun(v view) (*netRun, error) {
 	}
 	n.info, n.block, n.files = infoR, blockW, []*os.File{infoW, blockR}
 	if resolvConfAt() != "" {
-		dnsR, dnsW, err := os.Pipe()
+		dns, err := dataPipe([]byte(sandboxDNS))
 		if err != nil {
 			n.close()
 			return nil, err
 		}
-		_, err = dnsW.WriteString(sandboxDNS) // a pipe holds it: bwrap reads it later
-		dnsW.Close()
-		n.files = append(n.files, dnsR)
-		if err != nil {
-			n.close()
-			return nil, err
-		}
+		n.files = append(n.files, dns)
 	}
 	return n, nil
 }
