@@ -56,11 +56,12 @@ func drivenRepo(t *testing.T, ws, dir, attrs, cfg, text string) string {
 }
 
 // TestBoundedGitRunsNoDriverTheRepositoryNames: under a pattern, git runs none of the
-// programs a repository's config names for the drivers its .gitattributes selects — clean
-// and smudge filters, textconv, external diff and merge drivers — wherever that config
-// sits (a repository deeper than the sandbox protects, a file the config includes), in a
-// read-only run or a +write one; it works on the content as it is. A person's own
-// approval (the zero Profile) runs them, which shows each case could fail.
+// programs a repository's config names — the drivers its .gitattributes selects (clean and
+// smudge filters, textconv, external diff and merge drivers), git archive's formats, its
+// fsmonitor and hooks — wherever that config sits (a repository deeper than the sandbox
+// protects, a file the config includes), in a read-only run or a +write one; it works on
+// the content as it is. A person's own approval (the zero Profile) runs them, which shows
+// each case could fail.
 func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	tests := []struct {
@@ -87,6 +88,10 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
 		{"diff_external", "proj", "text", ".git/config", "[diff]\n\texternal = " + planted + "\n",
 			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
+		{"status_fsmonitor", "proj", "text", ".git/config", "[core]\n\tfsmonitor = " + planted + "\n",
+			false, "cd proj && git status --short", " M a.txt"},
+		{"commit_hook_write", "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[core]\n\thooksPath = ../hooks\n",
+			true, "cd proj && git commit -qam b && git log --oneline | wc -l", "3"},
 		{"archive_tar_command", "proj", "text", ".git/config", "[tar \"x\"]\n\tcommand = " + planted + "\n",
 			false, "cd proj && git archive --format=x HEAD >/dev/null", "no tar.NAME.command"},
 		{"merge_driver_write", "proj", "merge=x", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[merge \"x\"]\n\tdriver = " + planted + "\n",
@@ -100,9 +105,11 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 				ws := workspace(t)
 				proj := drivenRepo(t, ws, tt.dir, tt.attrs, tt.cfg, tt.text)
 				os.WriteFile(filepath.Join(ws, "drivers.cfg"), []byte("[filter \"x\"]\n\tprocess = "+strings.ReplaceAll(planted, "$AGENTD_WS", ws)+"\n"), 0o644)
-				if strings.HasPrefix(tt.name, "status") { // a change git status compares through the filter
+				if strings.HasPrefix(tt.name, "status") || strings.HasPrefix(tt.name, "commit") { // a change to see
 					os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
 				}
+				os.MkdirAll(filepath.Join(ws, "hooks"), 0o755)
+				os.WriteFile(filepath.Join(ws, "hooks", "pre-commit"), []byte("#!/bin/sh\necho AGENT-CODE-RAN >&2; echo x > "+ws+"/planted.txt\n"), 0o755)
 				if strings.HasPrefix(tt.name, "merge") {
 					gitIn(t, proj, "checkout", "-qb", "other")
 					os.WriteFile(filepath.Join(proj, "a.txt"), []byte("theirs\n"), 0o644)
