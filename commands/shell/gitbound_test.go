@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // gitIn runs the host's git in dir, as a person setting up a repository would.
@@ -201,4 +202,21 @@ func BenchmarkBoundedGitStatus(b *testing.B) {
 	b.ReportMetric(msPerOp(b, spent[0]), "person-ms/cmd")
 	b.ReportMetric(msPerOp(b, spent[1]), "bounded-ms/cmd")
 	b.ReportMetric(msPerOp(b, spent[1]-spent[0]), "bounded-git-ms/cmd")
+}
+
+// TestOnlineBoundedRunGetsEachFileItsOwn: a bounded run with the network (a schedule's
+// --when-network check) is given the seccomp filter, the bounded git and its resolv.conf,
+// each read by bwrap from its own descriptor: git is the bounded one and works, and
+// resolv.conf names slirp4netns's DNS.
+func TestOnlineBoundedRunGetsEachFileItsOwn(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: slirpHere(t), Network: true})
+	out, err := runAs(t, c, workspace(t), commands.Profile{Bounded: true, Network: true},
+		"grep -c \"agentd's git\" /usr/bin/git; git --version; cat /etc/resolv.conf")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	testutil.CheckContains(t, "the run's output", out, []string{"git version ", "nameserver 10.0.2.3\n"}, nil)
+	if n, _, _ := strings.Cut(out, "\n"); n == "0" {
+		t.Errorf("the run's git is the real one, not the bounded one:\n%s", out)
+	}
 }
