@@ -77,6 +77,8 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 			false, "cd proj && git status --short", " M a.txt"},
 		{"status_clean_filter_three_deep", "a/b/c/proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n",
 			false, "cd a/b/c/proj && git status --short", " M a.txt"},
+		{"status_clean_filter_odd_name", "proj", "filter=A.b=c", ".git/config", "[filter \"A.b=c\"]\n\tclean = " + planted + "\n",
+			false, "cd proj && git status --short", " M a.txt"},
 		{"status_filter_process_included", "proj", "filter=x", ".git/config", "[include]\n\tpath = ../../drivers.cfg\n",
 			false, "cd proj && git status --short", " M a.txt"},
 		{"add_clean_filter_write", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n\trequired = true\n",
