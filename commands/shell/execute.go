@@ -76,7 +76,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	v := view{denied: d, bounded: prof.Bounded, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
+	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
 	home := sandboxHome
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {
@@ -88,6 +88,8 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 		defer os.RemoveAll(home)
 	} else if v.binds, err = e.box.prepare(ws); err != nil {
 		return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+	} else if prof.Bounded { // git runs no program the repository names
+		v.git = e.box.gitFor()
 	}
 	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,9 +40,9 @@ type sandbox struct {
 	asRoot bool   // agentd runs as root: setpriv drops to o.UID/o.GID, no user namespace
 	reason string // mode auto without a working sandbox: why, and the commands refuse to run
 	hide   []string
-	slirp  string   // slirp4netns, when the network is granted and it works here
-	netErr error    // the network is granted and slirp4netns is missing or fails: runs with it refuse
-	git    boundGit // how a bounded run's git is reached
+	slirp  string                   // slirp4netns, when the network is granted and it works here
+	netErr error                    // the network is granted and slirp4netns is missing or fails: runs with it refuse
+	git    atomic.Pointer[boundGit] // the host's git, once found: gitFor
 }
 
 // newSandbox picks the sandbox o asks for, probing it once per configuration.
@@ -58,7 +59,6 @@ func newSandbox(o Options) (*sandbox, error) {
 	switch {
 	case err == nil:
 		s.netErr = s.probeNet()
-		s.git = findGit()
 	case o.Sandbox == SandboxBwrap:
 		return nil, fmt.Errorf("shell: %w: %v", ErrNoSandbox, err)
 	default:
@@ -227,8 +227,8 @@ func (s *sandbox) files(v view) ([]*os.File, error) {
 		}
 		out = append(out, f)
 	}
-	if s.boundsGit(v) {
-		g, err := s.git.files(!v.readOnly)
+	if v.git.real != "" {
+		g, err := v.git.files(!v.readOnly)
 		if err != nil {
 			closeAll(out)
 			return nil, err
@@ -238,9 +238,18 @@ func (s *sandbox) files(v view) ([]*os.File, error) {
 	return out, nil
 }
 
-// boundsGit reports whether v's programs reach git through the script: in a bounded run,
-// when git is installed.
-func (s *sandbox) boundsGit(v view) bool { return v.bounded && s.git.real != "" }
+// gitFor is how a bounded run reaches git: found once, and looked for again by each run
+// while it is not installed, so that one installed later is bounded too.
+func (s *sandbox) gitFor() boundGit {
+	if g := s.git.Load(); g != nil {
+		return *g
+	}
+	g := findGit()
+	if g.real != "" {
+		s.git.Store(&g)
+	}
+	return g
+}
 
 // checkConfined reads a /proc/PID/status and says what, if anything, is not confined.
 func checkConfined(status string) error {

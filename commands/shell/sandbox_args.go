@@ -15,9 +15,9 @@ import (
 type view struct {
 	binds
 	denied
-	bounded  bool // a pattern approved the run: git runs no program the repository names
-	readOnly bool // the workspace is bound read-only: a bounded run without +write
-	offline  bool // no network, whatever the options grant: a bounded run
+	git      boundGit // a bounded run's: git reached through the script (zero: none)
+	readOnly bool     // the workspace is bound read-only: a bounded run without +write
+	offline  bool     // no network, whatever the options grant: a bounded run
 	// at is where the programs see the workspace, when not at its own path (an effect
 	// preview's copy, bound where the workspace it copies is).
 	at string
@@ -97,9 +97,9 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 	if seccompArch != 0 {
 		fd++
 	}
-	if s.boundsGit(v) {
-		a = s.git.args(a, bound, fd)
-		fd += len(s.git.over)
+	if v.git.real != "" {
+		a = v.git.args(a, bound, fd)
+		fd += len(v.git.over)
 	}
 	if s.online(v) {
 		a = netArgs(a, bound, fd)
