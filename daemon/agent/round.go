@@ -46,7 +46,7 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			continue
 		}
-		if m.Then == cycle.RunAhead && !r.runAheadAgain(ctx, l, f) {
+		if m.Then == cycle.RunAhead && !r.askOnPersonRerun(ctx, l, f) {
 			m.Then = cycle.EndLoop // a pause cut it short: the resume's kick runs it again
 		}
 		switch m.Then {

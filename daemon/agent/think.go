@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -25,17 +26,18 @@ import (
 func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
 // think asks the model for the next proposal and persists it.
-// pausable is ctx for a step a pause or a stop cancels (cancelThinking); done ends it.
-func (r *runner) pausable(ctx context.Context) (context.Context, func()) {
-	stepCtx, cancel := context.WithCancel(ctx)
-	r.mu.Lock()
-	r.cancelStep = cancel
-	r.mu.Unlock()
+// pausable is ctx for a step a pause or a stop cancels through *cancel (the runner's
+// cancelStep, set under mu); done ends it.
+func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc) (context.Context, func()) {
+	stepCtx, stop := context.WithCancel(ctx)
+	mu.Lock()
+	*cancel = stop
+	mu.Unlock()
 	return stepCtx, func() {
-		r.mu.Lock()
-		r.cancelStep = nil
-		r.mu.Unlock()
-		cancel()
+		mu.Lock()
+		*cancel = nil
+		mu.Unlock()
+		stop()
 	}
 }
 
@@ -50,7 +52,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if a.State != api.StateThinking {
 		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
-	stepCtx, done := r.pausable(ctx)
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
 	defer done()
 
 	if a.Description == "" {
@@ -525,43 +527,28 @@ func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last 
 	}
 }
 
-// runAheadAgain is the loop's cycle.RunAhead: askOnPersonRerun on f's proposal, in a step
-// a pause cancels. It reports false when a pause cut it short: the loop ends, and the
-// resume's round runs it ahead again (a paused agent's round would at once).
-func (r *runner) runAheadAgain(ctx context.Context, l *live, f *facts) bool {
-	stepCtx, done := r.pausable(ctx)
+// askOnPersonRerun is the loop's cycle.RunAhead: it runs f's proposal p, whose bounded
+// run ahead askedBounded dropped, ahead again in a person's profile, the way a stale
+// preview is (rerunPreview), and has the person asked on what that run gives
+// (cycle.PreviewRerun): p's Ref changes with it, so a decision made on p as shown before
+// is refused (look again). Nothing moves when p was decided, or its run ended, meanwhile.
+// It runs in a step a pause cancels, and reports false when a pause cut it short: p
+// still awaits it (awaitsRerun), the loop ends, and the resume's round runs it again.
+func (r *runner) askOnPersonRerun(ctx context.Context, l *live, f *facts) bool {
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
 	defer done()
-	err := r.askOnPersonRerun(stepCtx, l, f.a, f.p)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		return true // asked, or the daemon stops: the loop ends on its own
-	case stepCtx.Err() != nil:
-		return false
-	}
-	r.s.log.Error("asking on the preview run again", "agent", r.id, "proposal", f.p.ID, "err", err)
-	return r.sleep(ctx, time.Second)
-}
-
-// askOnPersonRerun runs p, whose bounded run ahead askedBounded dropped, ahead again in a
-// person's profile, the way a stale preview is (rerunPreview), and has the person asked
-// on what that run gives (cycle.PreviewRerun): p's Ref changes with it, so a decision
-// made on p as shown before is refused (look again). The loop calls it on
-// cycle.RunAhead, after think, on resume and after a restart alike; a pause or a stop
-// meanwhile (ctx) leaves p waiting for the next loop. Nothing moves when p was decided,
-// or its run ended, meanwhile.
-func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, p *api.Proposal) error {
+	a, p := f.a, f.p
 	again := *p.Preview
 	again.Effect, again.Diff, again.DiffCut = nil, "", false
 	rerun := &again // no preview at all when its command is gone: approving runs it
-	if c, ok := r.s.commandsFor(ctx, l, a, r.s.stepOf(a)).Get(p.Command); ok {
-		rerun = rerunPreview(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, c)
+	if c, ok := r.s.commandsFor(stepCtx, l, a, r.s.stepOf(a)).Get(p.Command); ok {
+		rerun = rerunPreview(stepCtx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, c)
 	}
-	if ctx.Err() != nil {
-		return ctx.Err() // cut short: p still awaits it (awaitsRerun)
+	if stepCtx.Err() != nil {
+		return ctx.Err() != nil // the daemon stops: the loop ends on its own
 	}
 	why := rerunReason(rerun)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
@@ -580,8 +567,10 @@ func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, 
 		asked.shown = known(cur, now, nil)
 		return tx.UpdateAgent(cur)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+	r.mu.Unlock()
+	if err == nil || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+		return true
 	}
-	return err
+	r.s.log.Error("asking on the preview run again", "agent", a.ID, "proposal", p.ID, "err", err)
+	return r.sleep(ctx, time.Second)
 }
