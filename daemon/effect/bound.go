@@ -149,11 +149,29 @@ func (b *diskBound) mountQuota(size int64) {
 	if err == nil {
 		err = unix.Mount("overlay", b.view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+b.view+",upperdir="+upper+",workdir="+work)
 	}
+	if err == nil {
+		err = errors.Join(os.Mkdir(q.merged(), 0o700), unix.Mount(b.view, q.merged(), "", unix.MS_BIND, ""))
+	}
 	if err != nil {
-		unix.Unmount(dir, unix.MNT_DETACH)
+		q.unmount()
 		return
 	}
 	b.q = q
+}
+
+// merged is where the daemon captures the run's change: the overlay mounted again. The
+// store keeps its stat data by path, and the overlay's files have another device than
+// the copy's: captured at the copy's own path, the next restore there would read every
+// file again.
+func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
+
+// capturePath is where the run's change is captured: the overlay's other mount under a
+// quota, else the copy.
+func (b *diskBound) capturePath() string {
+	if b.q != nil {
+		return b.q.merged()
+	}
+	return b.view
 }
 
 // full reports whether q's tmpfs has no room left: the kernel refused a write.
@@ -167,7 +185,7 @@ func (q *quota) unmount() error {
 	if q == nil {
 		return nil
 	}
-	return errors.Join(unmountStale(q.view), unmountStale(q.dir))
+	return errors.Join(unmountStale(q.merged()), unmountStale(q.view), unmountStale(q.dir))
 }
 
 // unmountStale unmounts what is mounted at dir, as a quota left by a daemon that died
