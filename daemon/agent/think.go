@@ -25,7 +25,6 @@ import (
 // num_ctx 2048 the prompt keeps room for the memories that hold the evidence.
 func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
-// think asks the model for the next proposal and persists it.
 // pausable is ctx for a step a pause or a stop cancels through *cancel (the runner's
 // cancelStep, set under mu); done ends it.
 func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc) (context.Context, func()) {
@@ -41,6 +40,7 @@ func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc) (
 	}
 }
 
+// think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context, l *live) {
 	began := time.Now() // the step's model time counts toward the agent's busy time
 	a, last, err := readStep(ctx, r.s.st, r.id)

@@ -189,10 +189,11 @@ func (q *quota) unmount() error {
 }
 
 // unmountStale unmounts what is mounted at dir, as a quota left by a daemon that died
-// during a run ahead: writes there would land in its upper layer, not the copy.
+// during a run ahead: writes there would land in its upper layer, not the copy. A link
+// there is never followed.
 func unmountStale(dir string) error {
 	for {
-		switch err := unix.Unmount(dir, unix.MNT_DETACH); {
+		switch err := unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); {
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM):
 			return nil // nothing (more) mounted there, or none this daemon may have made
 		case err != nil:
