@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // runner drives one agent's cycle. Its loop reads the stored state, does the one thing that
@@ -92,22 +93,7 @@ func (r *runner) cancel(command bool) {
 
 // sleep waits d, or less when woken; it reports false when ctx ended.
 func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
-	return sleepUntil(ctx, d, r.wake, nil)
-}
-
-// sleepUntil waits d, or less when wake sends or done closes (either may be nil); it
-// reports false when ctx ended.
-func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done <-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-wake:
-	case <-done:
-	case <-ctx.Done():
-		return false
-	}
-	return true
+	return backoff.SleepOr(ctx, d, r.wake, nil)
 }
 
 // errNotApproved stops an execution whose proposal is no longer approved or approvable.

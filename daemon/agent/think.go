@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/internal/randid"
 )
@@ -356,7 +357,7 @@ func (r *runner) modelError(ctx context.Context, model string, err error) {
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
 	_ = r.setState(ctx, nil, cycle.ModelDown, reason) // the wait below goes on regardless
-	sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
+	backoff.SleepOr(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
 	select {
 	case <-back: // its host is back: a new outage starts its backoff over
 		r.waitAttempt = 0
