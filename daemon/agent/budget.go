@@ -76,14 +76,12 @@ func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over)
 			return nil // under it again, or it waits for the open proposal: the loop goes on
 		}
 		ev, x := overEvent(r.s, a, round.Over)
-		if _, err := apply(tx, &change{a: a, p: p, ev: ev, exhausted: x, pub: r.s.events.Publish}); err != nil {
-			return err
-		}
 		r.s.episodeHistory.storeWith(tx, a)
-		if err := tx.UpdateAgent(a); err != nil {
+		c := &change{a: a, p: p, ev: ev, exhausted: x, pub: r.s.events.Publish}
+		if res, err := applyShown(tx, c); err != nil || !res.moved {
 			return err
 		}
-		v, ex = known(a, nil, nil), x // the applier publishes it once this commits
+		v, ex = c.shown, x // the applier publishes it once this commits
 		return nil
 	})
 	r.mu.Unlock()

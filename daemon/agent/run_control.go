@@ -61,17 +61,14 @@ func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string)
 			return err
 		}
 		s.history.storeWith(tx, a)
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
+		edited := &change{a: a, ev: cycle.Event{Kind: cycle.Edited}}
+		if shows == nil || !shows.showedState {
+			edited.pub = s.events.Publish // else shows' state event shows it
 		}
-		out, err = view(tx, a)
-		if shows != nil {
+		_, err = applyShown(tx, edited)
+		if out = edited.shown; shows != nil {
 			shows.shown = out
 		}
-		if err != nil || shows != nil && shows.showedState {
-			return err
-		}
-		_, err = apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Edited}, pub: s.events.Publish, shown: out})
 		return err
 	})
 	r.mu.Unlock()

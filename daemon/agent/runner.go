@@ -376,18 +376,14 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 			}
 			ev = settleEvent(cur, p, k)
 		}
-		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}
-		if res, err := apply(tx, c); err != nil || !res.moved {
+		// The applier publishes the new state once this commits.
+		if res, err := applyShown(tx, &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}); err != nil || !res.moved {
 			return err
 		}
 		if k == cycle.ResultLost {
 			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
 		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
-		c.shown, err = view(tx, cur) // the applier publishes the new state once this commits
-		return err
+		return nil
 	})
 }
 

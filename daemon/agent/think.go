@@ -314,22 +314,13 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.InvalidReply, Detail: "invalid model reply: " + strings.Join(inv.Problems, "; ")}, pub: r.s.events.Publish}); err != nil {
 			return err
 		}
-		var paused *change
-		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
-			ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
-				a.Strikes, strings.Join(inv.Problems, "; "), a.Name)}
-			tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
-			paused = &change{a: a, ev: ev, pub: r.s.events.Publish}
-			if _, err := apply(tx, paused); err != nil {
-				return err
-			}
+		if a.Strikes < l.MaxInvalidReplies || !active(a.State) {
+			return tx.UpdateAgent(a)
 		}
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		if paused != nil {
-			paused.shown, err = view(tx, a)
-		}
+		ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
+			a.Strikes, strings.Join(inv.Problems, "; "), a.Name)}
+		tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
+		_, err = applyShown(tx, &change{a: a, ev: ev, pub: r.s.events.Publish})
 		return err
 	})
 	r.mu.Unlock()
@@ -440,15 +431,8 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 		if err := tx.Audit(a.ID, "profile", map[string]any{"name": cur.Name, "description": cur.Description}); err != nil {
 			return err
 		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
 		*a = *cur
-		shown := &change{a: cur, ev: cycle.Event{Kind: cycle.ProfileWritten, Detail: "profile written"}, pub: r.s.events.Publish}
-		if _, err := apply(tx, shown); err != nil {
-			return err
-		}
-		shown.shown, err = view(tx, cur)
+		_, err = applyShown(tx, &change{a: cur, ev: cycle.Event{Kind: cycle.ProfileWritten, Detail: "profile written"}, pub: r.s.events.Publish})
 		return err
 	})
 	return err
