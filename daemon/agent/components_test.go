@@ -120,6 +120,39 @@ func TestComponentFailureInsideATransactionIsShownOnceItEnds(t *testing.T) {
 	}
 }
 
+// A component that fails with no stored agent to tell (a new agent's command list is
+// checked against the commands the components offer) is not only logged: agentctl doctor
+// warns of it, naming the component, the hook, the error and how often it failed, with
+// the fix. Doctor is silent on components while none has failed.
+func TestComponentFailureWithNoStoredAgentIsShownByDoctor(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{failingCommands{}} })
+	componentChecks := func() []api.Check {
+		rep, err := h.sup.doctor.Doctor(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []api.Check
+		for _, c := range rep.Checks {
+			if strings.HasPrefix(c.Name, "component") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got := componentChecks(); len(got) != 0 {
+		t.Fatalf("doctor before any failure = %+v, want no component check", got)
+	}
+	h.create(api.CreateAgentRequest{Name: "listed", Commands: []string{"read_file"}})
+	got := componentChecks()
+	if len(got) != 1 || got[0].Name != "component failing" || got[0].Status != api.CheckWarn || got[0].Fix == "" ||
+		!strings.Contains(got[0].Detail, "in Commands for agent listed, being created: provider is down") {
+		t.Fatalf("doctor after the failure = %+v, want one warning naming the failing component, its hook, the new agent and the error, with a fix", got)
+	}
+	if !strings.Contains(got[0].Detail, "failed 1 time since") {
+		t.Errorf("doctor's count = %q, want 1 time", got[0].Detail)
+	}
+}
+
 // A command list may name commands a component offers (web_search, execute_shell,
 // open_file): the list resolves, and those are left to their components.
 func TestBuiltinCommandsLeaveComponentCommandsToTheirComponents(t *testing.T) {

@@ -45,6 +45,7 @@ type Supervisor struct {
 	policyService  *policyService  // the policy endpoints (policy_service.go)
 	auditLog       *auditLog       // the audit log and replays (audit.go)
 	doctor         *doctor         // agentctl doctor (doctor.go)
+	compFailures   compFailures    // each component's last failure, for doctor (components.go)
 	runBudgets     *runBudgets     // the budgets of runs in progress (run_budgets.go)
 	batchRuns      *batchRuns      // the runs whose model calls queue as batch work (priority.go)
 	decisions      *decisions      // people's decisions and answers (decide.go)
@@ -138,7 +139,7 @@ func wireParts(s *Supervisor, opt Options) {
 		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
 	}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace,
-		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck)}
+		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck, s.compFailures.doctorCheck)}
 	s.batchRuns = &batchRuns{}
 	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, checkpoints: s.checkpoints,
 		events: s.events, batchRuns: s.batchRuns, maxDepth: opt.MaxHelperDepth, maxHelpers: opt.MaxHelpers, kick: s.kick}
