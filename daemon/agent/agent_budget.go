@@ -25,29 +25,17 @@ import (
 const agentBudgetReason = "agent budget exhausted: "
 
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
-func (s *agentBudgets) agentBudget(a *store.Agent) run.Budget {
+func (s *budgets) agentBudget(a *store.Agent) run.Budget {
 	b := s.base
 	if o, ok := s.overrides[a.Name]; ok && o.Budget != nil {
 		b = *o.Budget
 	}
-	if a.Budget.MaxSteps != nil {
-		b.MaxSteps = *a.Budget.MaxSteps
-	}
-	if a.Budget.MaxTokens != nil {
-		b.MaxTokens = *a.Budget.MaxTokens
-	}
-	if a.Budget.MaxBusy != nil {
-		b.MaxWall = *a.Budget.MaxBusy
-	}
-	if a.Budget.MaxDisk != nil {
-		b.MaxDisk = *a.Budget.MaxDisk
-	}
-	return b
+	return b.With(a.Budget.MaxSteps, a.Budget.MaxTokens, a.Budget.MaxBusy, a.Budget.MaxDisk)
 }
 
 // agentOver returns which of a's own budgets is used up (steps, tokens, time or disk)
 // and why, with the command that raises it; "" when none is.
-func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
+func (s *budgets) agentOver(a *store.Agent) (budget, why string) {
 	b := s.agentBudget(a)
 	busy := time.Duration(a.BusyMS) * time.Millisecond
 	switch {
@@ -66,7 +54,7 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 }
 
 // budgetView is a's budget as the API shows it.
-func (s *agentBudgets) budgetView(a *store.Agent) *api.Budget {
+func (s *budgets) budgetView(a *store.Agent) *api.Budget {
 	out := budgetWire(s.agentBudget(a))
 	return &out
 }
@@ -82,7 +70,7 @@ func budgetWire(b run.Budget) api.Budget {
 
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
 // back to the config's). An agent paused by its budget resumes when the new one allows.
-func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
+func (s *budgets) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
 	if s.remeasure != nil {
 		s.remeasure(ctx, ref)
 	}
@@ -138,19 +126,6 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.Budget
 		out.Budget = bv
 	}
 	return out, err
-}
-
-// agentBudgets bounds each agent over all its runs: the default from config, an agent's
-// [agents.NAME] override, or what `agentctl budget` stored.
-type agentBudgets struct {
-	base      run.Budget                // Options.AgentBudget
-	overrides map[string]AgentOverrides // Options.Agents
-	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
-	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error) (*api.Agent, error)
-	// remeasure measures an agent's workspace again when it is over its disk budget
-	// (runs.remeasure), so that a budget raised or files removed count at once.
-	remeasure func(ctx context.Context, ref string)
-	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
 }
 
 // diskWalks remembers, per agent, the last walk of its workspace.

@@ -3,9 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -21,38 +21,23 @@ type runBudget struct {
 	timer      *time.Timer
 }
 
-// overTime returns why the run is out of wall time, or "".
-func (b *runBudget) overTime(now time.Time) string {
-	if b.MaxWall > 0 && now.Sub(b.start) >= b.MaxWall {
-		return fmt.Sprintf("the run used its time budget of %v", b.MaxWall)
-	}
-	return ""
-}
-
-// overCount returns which budget (steps or tokens) keeps the run from making another
-// proposal, and why; "" when none does.
-func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
-	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
+// over returns which of the run's budgets is used up (its wall time, or the steps and
+// tokens that keep it from making another proposal) and why; "" when none is.
+func (b *runBudget) over(a *store.Agent, now time.Time) (budget, why string) {
+	used := a.PromptTokens + a.EvalTokens - b.tokensBase
+	switch {
+	case b.MaxWall > 0 && now.Sub(b.start) >= b.MaxWall:
+		return cycle.TimeBudget, fmt.Sprintf("the run used its time budget of %v", b.MaxWall)
+	case b.MaxSteps > 0 && a.Step >= b.MaxSteps:
 		return "steps", fmt.Sprintf("the run made %s, its step budget", display.Count(a.Step, "step", "steps"))
-	}
-	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
+	case b.MaxTokens > 0 && used >= b.MaxTokens:
 		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
 	}
 	return "", ""
 }
 
-// runBudgets holds the budgets of the runs in progress that have one, with the timer that
-// ends each run when its time is up. mu guards byRun only and is never held while calling
-// out (timeUp runs on the timer's goroutine).
-type runBudgets struct {
-	st     *store.Store
-	timeUp func(runID string) // a run's wall-time budget is spent
-	mu     sync.Mutex
-	byRun  map[string]*runBudget // by run ID
-}
-
 // setBudget caches runID's budget and arms its wall-time timer.
-func (s *runBudgets) setBudget(runID, agentID string, b run.Budget, start time.Time, tokensBase int64) {
+func (s *budgets) setBudget(runID, agentID string, b run.Budget, start time.Time, tokensBase int64) {
 	if b.IsZero() {
 		return
 	}
@@ -68,13 +53,13 @@ func (s *runBudgets) setBudget(runID, agentID string, b run.Budget, start time.T
 	s.mu.Unlock()
 }
 
-func (s *runBudgets) budgetOf(runID string) *runBudget {
+func (s *budgets) budgetOf(runID string) *runBudget {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byRun[runID]
 }
 
-func (s *runBudgets) dropBudget(runID string) {
+func (s *budgets) dropBudget(runID string) {
 	s.mu.Lock()
 	if b := s.byRun[runID]; b != nil && b.timer != nil {
 		b.timer.Stop()
@@ -84,7 +69,7 @@ func (s *runBudgets) dropBudget(runID string) {
 }
 
 // loadBudgets caches the budgets of runs in progress (at start).
-func (s *runBudgets) loadBudgets(ctx context.Context) error {
+func (s *budgets) loadBudgets(ctx context.Context) error {
 	var runs []store.Run
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.BudgetedRuns(); return err })
 	for _, r := range runs {

@@ -272,7 +272,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s.helpers, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
-		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
+		stopWatch := r.s.budgets.watchDisk(st.a, st.cancel)
 		if st.apply {
 			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
 		} else {
@@ -280,7 +280,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {
-			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(st.a), l, st.a, p, cmd)), time.Since(began))
+			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s.st, r.s.previews, r.s.budgets.previewRoom(st.a), l, st.a, p, cmd)), time.Since(began))
 			return
 		}
 		switch {
@@ -289,7 +289,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		case o.Err != nil && diskCut != "":
 			o.Err = fmt.Errorf("cut off: %s (%w)", diskCut, o.Err)
 		}
-		disk = r.s.agentBudgets.diskAfter(st.a, cmd.Spec().Class)
+		disk = r.s.budgets.diskAfter(st.a, cmd.Spec().Class)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start

@@ -503,7 +503,7 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last *api.Proposal, cmds commands.Set) {
 	if c, ok := cmds.Get(p.Command); ok {
 		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) } // through the applier, which publishes it
-		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing)
+		withEffect(ctx, r.s.st, r.s.previews, r.s.budgets.previewRoom(a), l, a, p, last, c, previewing)
 	}
 }
 
@@ -517,7 +517,7 @@ func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, 
 	if !ok {
 		return
 	}
-	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, c)
+	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.budgets.previewRoom(a), l, a, p, c)
 	why := boundedPreviewReason
 	if again := ranAgain(rerun, "in yours"); again != "" {
 		why = "ran ahead in the pattern's bounded profile; " + again
