@@ -3,68 +3,16 @@ package agent
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// Budgets bound a run (steps, tokens, wall time: run_budgets.go) and an agent over all
-// its runs (steps, tokens, busy time, disk: agent_budget.go). Whatever spends them — a
-// step, the model's tokens, a run's timer, a step cut by the agent's time — the loop
-// reads their one verdict with each round (budgets.over), cycle.NextMove turns it into
-// its scope's event, and endOverBudget carries that out through the applier.
-
-// budgets owns the budgets of both scopes: those of the runs in progress that have one
-// (run_budgets.go), cached with the timer that ends each run when its time is up, and
-// each agent's over all its runs (agent_budget.go), laid over one another from the
-// config's [agent], its [agents.NAME] and what `agentctl budget` stored (run.Budget.With).
-// mu guards byRun only and is never held while calling out (timeUp runs on a timer's
-// goroutine).
-type budgets struct {
-	st        *store.Store
-	base      run.Budget                // Options.AgentBudget
-	overrides map[string]AgentOverrides // Options.Agents
-	timeUp    func(runID string)        // a run's wall-time budget is spent (runs.timeUp)
-	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
-	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error) (*api.Agent, error)
-	// remeasure measures an agent's workspace again when it is over its disk budget
-	// (runs.remeasure), so that a budget raised or files removed count at once.
-	remeasure func(ctx context.Context, ref string)
-	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
-	mu        sync.Mutex
-	byRun     map[string]*runBudget // by run ID
-}
-
-// over is the budgets' one verdict on a: the first of its run's wall time, its run's
-// steps and tokens, and its own budgets that ran out; nil while all hold.
-func (s *budgets) over(a *store.Agent) *cycle.Over {
-	if b := s.budgetOf(a.RunID); b != nil {
-		if budget, why := b.over(a, time.Now()); why != "" {
-			return &cycle.Over{Scope: cycle.RunScope, Budget: budget, Why: why}
-		}
-	}
-	if budget, why := s.agentOver(a); why != "" {
-		return &cycle.Over{Scope: cycle.AgentScope, Budget: budget, Why: why}
-	}
-	return nil
-}
-
-// overEvent is the event verdict o makes on a, and what it records.
-func (s *budgets) overEvent(a *store.Agent, o *cycle.Over) (cycle.Event, *exhausted) {
-	ex := &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: string(o.Scope), Kind: o.Budget, RunID: a.RunID}, why: o.Why}
-	if o.Scope == cycle.AgentScope {
-		ex.Budget = *s.budgetView(a)
-		return cycle.Event{Kind: o.Event(), Reason: agentBudgetReason + o.Why}, ex
-	}
-	if rb := s.budgetOf(a.RunID); rb != nil { // dropped only once the end is published
-		ex.Budget = budgetWire(rb.Budget)
-	}
-	return cycle.Event{Kind: o.Event(), Reason: "budget exhausted: " + o.Why, Detail: o.Why, Result: "withdrawn: the run's budget ran out"}, ex
-}
+// What the loop does when a budget runs out (budgets.go holds them and their verdict):
+// endOverBudget ends the run or pauses the agent through the applier, and the agent's
+// time budget bounds each step it takes (armBusyBudget).
 
 // endOverBudget carries out a round's budget verdict on the agent of run runID: a run's
 // ends the run (like stop: an open proposal is superseded, a started one withdrawn), the
