@@ -25,12 +25,10 @@ func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over)
 	}
 	var v *api.Agent
 	var ex *exhausted
-	r.mu.Lock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	err := r.update(ctx, func(tx *store.Tx, a *store.Agent) error {
 		v, ex = nil, nil // a retried transaction starts over
-		a, err := tx.Agent(r.id)
-		if err != nil || a.RunID != runID || !active(a.State) {
-			return err // ended or replaced meanwhile
+		if a.RunID != runID || !active(a.State) {
+			return nil // ended or replaced meanwhile
 		}
 		p, err := orNone(tx.OpenProposal(a.ID))
 		if err != nil {
@@ -52,7 +50,6 @@ func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over)
 		v, ex = c.shown, x // the applier publishes it once this commits
 		return nil
 	})
-	r.mu.Unlock()
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			r.s.log.Error("carrying out a budget's end", "agent", r.id, "run", runID, "err", err)
@@ -90,27 +87,18 @@ func (r *runner) armBusyBudget(ctx context.Context) (done func()) {
 	})
 	return func() {
 		t.Stop()
-		if r.busyCut.Swap(false) && ctx.Err() == nil {
-			r.chargeCut(ctx)
+		if !r.busyCut.Swap(false) || ctx.Err() != nil {
+			return
 		}
-	}
-}
-
-// chargeCut raises the agent's busy time to its time budget after a step it cut.
-func (r *runner) chargeCut(ctx context.Context) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
+		// The step it cut raises the agent's busy time to its time budget.
+		err := r.update(ctx, func(tx *store.Tx, a *store.Agent) error {
+			if b := r.s.budgets.agentBudget(a); b.MaxWall > 0 {
+				a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
+			}
+			return tx.UpdateAgent(a)
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
 		}
-		if b := r.s.budgets.agentBudget(a); b.MaxWall > 0 {
-			a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
-		}
-		return tx.UpdateAgent(a)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
 	}
 }

@@ -350,18 +350,25 @@ func applyPreview(ctx context.Context, previews *effect.Previews, a *store.Agent
 	return previews.Apply(ctx, a.ID, a.Workspace, p.Preview.Effect)
 }
 
+// update runs fn on the agent, read in one transaction, under the runner's lock.
+func (r *runner) update(ctx context.Context, fn func(tx *store.Tx, a *store.Agent) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		return fn(tx, a)
+	})
+}
+
 // setState applies ev, an event that moves only the agent's state (and a lost result's
 // proposal); the applier publishes the agent's new state. With f, the round that chose ev, it
 // does nothing when the agent changed since; without, when the agent is not active or
 // ev would not change it.
 func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
+	return r.update(ctx, func(tx *store.Tx, cur *store.Agent) (err error) {
 		ev := cycle.Event{Kind: k, Reason: strings.Join(reason, "")}
 		var p *api.Proposal
 		switch {

@@ -300,12 +300,7 @@ func startProposed(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p, last
 // busy is the time the model took. The error is published once the count commits, and
 // the applier publishes the pause after it.
 func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError, busy time.Duration) {
-	r.mu.Lock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
+	err := r.update(ctx, func(tx *store.Tx, a *store.Agent) (err error) {
 		a.Strikes++
 		a.BusyMS += busy.Milliseconds()
 		if err := tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes}); err != nil {
@@ -323,7 +318,6 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		_, err = applyShown(tx, &change{a: a, ev: ev, pub: r.s.events.Publish})
 		return err
 	})
-	r.mu.Unlock()
 	if err != nil {
 		r.s.log.Error("recording invalid reply", "agent", r.id, "err", err)
 	}
@@ -405,13 +399,7 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 		}
 		pr = profile{} // an unusable profile: fall back to a plain one
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(a.ID)
-		if err != nil {
-			return err
-		}
+	return r.update(ctx, func(tx *store.Tx, cur *store.Agent) (err error) {
 		name := slug(pr.Name)
 		if name != "" && cur.Name == tempName(cur.ID) {
 			if taken, _ := tx.NameTaken(name); !taken {
@@ -435,7 +423,6 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 		_, err = applyShown(tx, &change{a: cur, ev: cycle.Event{Kind: cycle.ProfileWritten, Detail: "profile written"}, pub: r.s.events.Publish})
 		return err
 	})
-	return err
 }
 
 // slug turns a model-written name into a valid agent name, or "".
