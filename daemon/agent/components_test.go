@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // explodingComponent panics in every protocol method it implements.
@@ -150,6 +151,48 @@ func TestComponentFailureWithNoStoredAgentIsShownByDoctor(t *testing.T) {
 	}
 	if !strings.Contains(got[0].Detail, "failed 1 time since") {
 		t.Errorf("doctor's count = %q, want 1 time", got[0].Detail)
+	}
+}
+
+// A component failure reported inside a write transaction that then rolls back shows
+// no event to the agent's followers (nothing of the transaction happened), and agentctl
+// doctor still warns of it.
+func TestComponentFailureInARolledBackTransactionIsShownByDoctor(t *testing.T) {
+	h := newHarness(t)
+	a := h.create(api.CreateAgentRequest{Name: "idle-one"})
+	events, unsub := h.sup.Events().Subscribe(a.ID, 0)
+	defer unsub()
+	for len(events) > 0 {
+		<-events
+	}
+	rolledBack := errors.New("rolled back")
+	err := h.sup.st.Tx(context.Background(), func(tx *store.Tx) error {
+		stored, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		step := h.sup.stepOf(stored)
+		step.State = txState{tx: tx, id: a.ID}
+		h.sup.reportComponent(step, "flaky", "Messages", errors.New("index is gone"))
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatalf("transaction = %v, want it rolled back", err)
+	}
+	if len(events) != 0 {
+		t.Errorf("an event from a rolled-back transaction was published: %+v", <-events)
+	}
+	rep, err := h.sup.doctor.Doctor(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, c := range rep.Checks {
+		found = found || c.Name == "component flaky" && c.Status == api.CheckWarn &&
+			strings.Contains(c.Detail, "in Messages for agent idle-one: index is gone")
+	}
+	if !found {
+		t.Errorf("doctor = %+v, want a warning of component flaky's failure in Messages", rep.Checks)
 	}
 }
 
