@@ -19,7 +19,7 @@ import (
 // (startTx), and the preview is applied only under an approval in the profile it ran in
 // (previewed); one left to a person after all runs ahead again in theirs
 // (askOnPersonRerun). st is where the deny rules are read, previews what runs it, room the
-// disk it may take (agentBudgets.previewRoom); previewing, when set, is called as the run
+// disk it may take (budgets.previewRoom); previewing, when set, is called as the run
 // ahead starts (it may hold the step a minute), to show the agent previewing.
 func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command, previewing func()) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {

@@ -119,7 +119,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 	case cycle.AskModel, cycle.Weigh, cycle.RunIt:
 		// A step that begins over the budget (only an approved command can: a model
 		// step is checked before) is not cut; the agent pauses after it.
-		if b := r.s.agentBudgets.agentBudget(f.a); b.MaxWall > 0 {
+		if b := r.s.budgets.agentBudget(f.a); b.MaxWall > 0 {
 			r.busyLeft = max(b.MaxWall-time.Duration(f.a.BusyMS)*time.Millisecond, 0)
 		}
 	}
@@ -132,7 +132,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 }
 
 // readRound reads the round's facts of agent id in tx: the agent, its open proposal, and
-// the verdicts of its budgets (one, overBudget's) and helpers. A pending proposal is left unweighed.
+// the verdicts of its budgets (one, budgets.over's) and helpers. A pending proposal is left unweighed.
 func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	a, err := tx.Agent(id)
 	if err != nil {
@@ -152,7 +152,7 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 		}
 		return f, nil
 	}
-	f.Over = overBudget(s, a)
+	f.Over = s.budgets.over(a)
 	if p == nil {
 		return f, nil
 	}
