@@ -250,15 +250,8 @@ var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
 
 // stripMention removes mentions of the bot and reports whether there was one.
 func (b *Bot) stripMention(text string) (string, bool) {
-	self, found := b.botUser(), false
-	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
-		if mentionRE.FindStringSubmatch(m)[1] == self {
-			found = true
-			return ""
-		}
-		return m
-	})
-	return strings.TrimSpace(unescape(out)), found
+	out, found := bots.StripMention(mentionRE, b.botUser(), text)
+	return unescape(out), found
 }
 
 // unescape undoes Slack's escaping of typed text.
@@ -370,12 +363,10 @@ func classify(err error) error {
 	var se slack.SlackErrorResponse
 	var sc slack.StatusCodeError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &se):
 		return bots.Permanent(err)
-	case errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429:
-		return bots.Permanent(err)
+	case errors.As(err, &sc):
+		return bots.PermanentStatus(err, sc.Code)
 	}
 	return err
 }
