@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord/endpoint"
-	"github.com/agentd/agentd/internal/backoff"
 	"github.com/bwmarrin/discordgo"
 )
 
@@ -141,42 +140,37 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.hmu.Lock()
 	b.hctx = hctx
 	b.hmu.Unlock()
-	for attempt := 0; ctx.Err() == nil; {
-		select { // a Disconnect of the previous connection is old news
-		case <-b.disconnected:
-		default:
-		}
-		if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
-			attempt++
-			b.setState(bots.StateReconnecting, attempt, err)
-			b.log.Warn("discord: gateway connection failed; retrying", "attempt", attempt, "err", err)
-			backoff.Sleep(ctx, b.opt.Backoff(attempt))
-			continue
-		}
-		attempt = 0
-		b.setState(bots.StateConnected, 0, nil)
-		b.learnSelf()
-		b.log.Info("discord: connected", "bot_user", b.selfID())
-		b.registerCommands(ctx)
+	b.conn.Keep(ctx, b.log, b.opt.Backoff, b.open, func(ctx context.Context) error {
 		why := b.watch(ctx)
-		if ctx.Err() != nil {
-			break
+		if ctx.Err() == nil {
+			// Not 1000/1001, which would end the session: the next Open resumes it, and
+			// Discord replays what was dispatched meanwhile.
+			b.s.CloseWithCode(4000)
 		}
-		attempt++
-		b.setState(bots.StateReconnecting, attempt, why)
-		b.log.Warn("discord: gateway connection lost; reconnecting", "attempt", attempt, "err", why)
-		// Not 1000/1001, which would end the session: the next Open resumes it, and
-		// Discord replays what was dispatched meanwhile.
-		b.s.CloseWithCode(4000)
-		backoff.Sleep(ctx, b.opt.Backoff(attempt))
-	}
+		return why
+	})
 	b.s.Close()
 	b.hmu.Lock() // no handler is counted in once hctx is gone, so the wait ends
 	stop()
 	b.hctx = nil
 	b.hmu.Unlock()
 	b.handlers.Wait()
-	b.setState(bots.StateStopped, 0, nil)
+	return nil
+}
+
+// open opens the gateway connection and registers the commands.
+func (b *Bot) open(ctx context.Context) error {
+	select { // a Disconnect of the previous connection is old news
+	case <-b.disconnected:
+	default:
+	}
+	if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+		return err
+	}
+	b.setState(bots.StateConnected, 0, nil)
+	b.learnSelf()
+	b.log.Info("discord: connected", "bot_user", b.selfID())
+	b.registerCommands(ctx)
 	return nil
 }
 

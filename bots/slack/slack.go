@@ -29,7 +29,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/internal/backoff"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -113,25 +112,15 @@ func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state,
 // Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
 // with backoff whenever it drops. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
-	for n := 1; ctx.Err() == nil; n++ {
+	b.conn.Keep(ctx, b.log, b.opt.Backoff, func(ctx context.Context) error {
 		self, err := b.api.AuthTestContext(ctx)
 		if err != nil {
-			b.log.Error("slack: auth.test failed; retrying", "attempt", n, "err", err)
-			b.setState(bots.StateReconnecting, n, err)
-			backoff.Sleep(ctx, b.opt.Backoff(n))
-			continue
+			return fmt.Errorf("auth.test: %w", err)
 		}
 		b.self.Store(self)
 		b.log.Info("slack: authenticated", "team", self.TeamID, "bot_user", self.UserID)
-		err = b.runSocket(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		b.log.Warn("slack: socket mode stopped; reconnecting", "attempt", n, "err", err)
-		b.setState(bots.StateReconnecting, n, err)
-		backoff.Sleep(ctx, b.opt.Backoff(n))
-	}
-	b.setState(bots.StateStopped, 0, nil)
+		return nil
+	}, b.runSocket)
 	return nil
 }
 
