@@ -131,8 +131,6 @@ func (b *Bot) Platform() string { return Platform }
 // Status reports the gateway connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
-func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state, attempt, err) }
-
 // Run keeps the gateway connected until ctx ends, reopening it with backoff whenever it
 // drops or the watchdog finds it silent. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
@@ -167,7 +165,7 @@ func (b *Bot) open(ctx context.Context) error {
 	if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 		return err
 	}
-	b.setState(bots.StateConnected, 0, nil)
+	b.conn.Set(bots.StateConnected, 0, nil)
 	b.learnSelf()
 	b.log.Info("discord: connected", "bot_user", b.selfID())
 	b.registerCommands(ctx)

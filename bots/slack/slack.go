@@ -107,8 +107,6 @@ func (b *Bot) Platform() string { return Platform }
 // Status reports the connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
-func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state, attempt, err) }
-
 // Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
 // with backoff whenever it drops. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
@@ -156,16 +154,16 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 	case socketmode.EventTypeConnecting:
 		// The client reconnects by itself after a drop, announcing only this: until
 		// Connected follows, the bot is down.
-		b.setState(bots.StateConnecting, 0, nil)
+		b.conn.Set(bots.StateConnecting, 0, nil)
 		b.log.Debug("slack: connecting")
 	case socketmode.EventTypeConnected:
-		b.setState(bots.StateConnected, 0, nil)
+		b.conn.Set(bots.StateConnected, 0, nil)
 		b.log.Info("slack: connected")
 	case socketmode.EventTypeConnectionError:
-		b.setState(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
+		b.conn.Set(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
 		b.log.Warn("slack: connection failed; retrying")
 	case socketmode.EventTypeDisconnect:
-		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
+		b.conn.Set(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
 		b.ack(ctx, sm, ev.Request, nil)
 		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
