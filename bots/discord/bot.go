@@ -138,7 +138,21 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.hmu.Lock()
 	b.hctx = hctx
 	b.hmu.Unlock()
-	b.conn.Keep(ctx, b.log, b.opt.Backoff, b.open, func(ctx context.Context) error {
+	dial := func(ctx context.Context) error {
+		select { // a Disconnect of the previous connection is old news
+		case <-b.disconnected:
+		default:
+		}
+		if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			return err
+		}
+		b.conn.Set(bots.StateConnected, 0, nil)
+		b.learnSelf()
+		b.log.Info("discord: connected", "bot_user", b.selfID())
+		b.registerCommands(ctx)
+		return nil
+	}
+	b.conn.Keep(ctx, b.log, b.opt.Backoff, dial, func(ctx context.Context) error {
 		why := b.watch(ctx)
 		if ctx.Err() == nil {
 			// Not 1000/1001, which would end the session: the next Open resumes it, and
@@ -153,22 +167,6 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.hctx = nil
 	b.hmu.Unlock()
 	b.handlers.Wait()
-	return nil
-}
-
-// open opens the gateway connection and registers the commands.
-func (b *Bot) open(ctx context.Context) error {
-	select { // a Disconnect of the previous connection is old news
-	case <-b.disconnected:
-	default:
-	}
-	if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
-		return err
-	}
-	b.conn.Set(bots.StateConnected, 0, nil)
-	b.learnSelf()
-	b.log.Info("discord: connected", "bot_user", b.selfID())
-	b.registerCommands(ctx)
 	return nil
 }
 
