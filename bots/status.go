@@ -2,7 +2,6 @@ package bots
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -73,9 +72,10 @@ func (c *Connection) Set(state string, attempt int, err error) (was string) {
 }
 
 // Keep keeps the connection up until ctx ends: dial opens it and session holds it until
-// it drops (saying why). A failed dial or a drop is retried after wait(attempt), counting
-// the attempts since the connection was last up. It returns, stopped, once ctx ends.
-func (c *Connection) Keep(ctx context.Context, log *slog.Logger, wait func(attempt int) time.Duration, dial, session func(context.Context) error) {
+// it drops, each saying why it failed (and logging it, in its platform's words). A failed
+// dial or a drop is retried after wait(attempt), counting the attempts since the
+// connection was last up. It returns, stopped, once ctx ends.
+func (c *Connection) Keep(ctx context.Context, wait func(attempt int) time.Duration, dial, session func(context.Context) error) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		err := dial(ctx)
 		if err == nil {
@@ -84,7 +84,6 @@ func (c *Connection) Keep(ctx context.Context, log *slog.Logger, wait func(attem
 				break
 			}
 		}
-		log.Warn("bots: connection down; reconnecting", "platform", c.Status().Platform, "attempt", attempt, "err", err)
 		c.Set(StateReconnecting, attempt, err)
 		backoff.Sleep(ctx, wait(attempt))
 	}

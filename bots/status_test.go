@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 )
@@ -73,7 +72,7 @@ func TestConnectionKeepCountsAttemptsSinceLastUp(t *testing.T) {
 		states = append(states, fmt.Sprintf("%s/%d/%s", st.State, st.Attempt, st.Error))
 		return 0
 	}
-	c.Keep(ctx, slog.New(slog.DiscardHandler), wait, dial, session)
+	c.Keep(ctx, wait, dial, session)
 	if got := fmt.Sprint(waited); got != "[1 2 1]" {
 		t.Errorf("attempts waited for = %s, want [1 2 1] (the drop after a dial that worked counts from 1)", got)
 	}

@@ -144,6 +144,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		default:
 		}
 		if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			b.log.Warn("discord: gateway connection failed; retrying", "err", err)
 			return err
 		}
 		b.conn.Set(bots.StateConnected, 0, nil)
@@ -152,9 +153,10 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.registerCommands(ctx)
 		return nil
 	}
-	b.conn.Keep(ctx, b.log, b.opt.Backoff, dial, func(ctx context.Context) error {
+	b.conn.Keep(ctx, b.opt.Backoff, dial, func(ctx context.Context) error {
 		why := b.watch(ctx)
 		if ctx.Err() == nil {
+			b.log.Warn("discord: gateway connection lost; reconnecting", "err", why)
 			// Not 1000/1001, which would end the session: the next Open resumes it, and
 			// Discord replays what was dispatched meanwhile.
 			b.s.CloseWithCode(4000)

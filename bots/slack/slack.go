@@ -110,15 +110,22 @@ func (b *Bot) Status() bots.Status { return b.conn.Status() }
 // Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
 // with backoff whenever it drops. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
-	b.conn.Keep(ctx, b.log, b.opt.Backoff, func(ctx context.Context) error {
+	b.conn.Keep(ctx, b.opt.Backoff, func(ctx context.Context) error {
 		self, err := b.api.AuthTestContext(ctx)
 		if err != nil {
+			b.log.Error("slack: auth.test failed; retrying", "err", err)
 			return fmt.Errorf("auth.test: %w", err)
 		}
 		b.self.Store(self)
 		b.log.Info("slack: authenticated", "team", self.TeamID, "bot_user", self.UserID)
 		return nil
-	}, b.runSocket)
+	}, func(ctx context.Context) error {
+		err := b.runSocket(ctx)
+		if ctx.Err() == nil {
+			b.log.Warn("slack: socket mode stopped; reconnecting", "err", err)
+		}
+		return err
+	})
 	return nil
 }
 
