@@ -32,7 +32,7 @@ const (
 // store (effect.Previews.Run): what a's disk budget leaves beside its workspace, so an
 // agent cannot double its disk by having its commands run ahead; 0 when a has no disk
 // budget (the preview's own bound holds).
-func (s *agentBudgets) previewRoom(a *store.Agent) int64 {
+func (s *budgets) previewRoom(a *store.Agent) int64 {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
 		return 0
@@ -43,7 +43,7 @@ func (s *agentBudgets) previewRoom(a *store.Agent) int64 {
 // diskAfter measures a's workspace after a command of class ran, when a has a disk
 // budget and the command may have written; -1 when nothing was measured (see cheapWalk)
 // or the walk failed, which keeps a over its budget until a walk succeeds (agentOver).
-func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
+func (s *budgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
 		return -1
@@ -62,7 +62,7 @@ func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 
 // measureDisk walks agent id's workspace ws (commands.DiskUsage), whose file system had
 // fsUsed in use, and remembers the walk, failed or not.
-func (s *agentBudgets) measureDisk(id, ws string, fsUsed int64) (int64, error) {
+func (s *budgets) measureDisk(id, ws string, fsUsed int64) (int64, error) {
 	start := time.Now()
 	n, err := commands.DiskUsage(ws)
 	s.walks.set(id, diskWalk{at: start, fsUsed: fsUsed, took: time.Since(start), err: err})
@@ -71,7 +71,7 @@ func (s *agentBudgets) measureDisk(id, ws string, fsUsed int64) (int64, error) {
 
 // unmeasured says why a's disk budget cannot be shown to hold, when the last walk of its
 // workspace failed; "" when it did not or a has no disk budget.
-func (s *agentBudgets) unmeasured(a *store.Agent) string {
+func (s *budgets) unmeasured(a *store.Agent) string {
 	budget := s.agentBudget(a).MaxDisk
 	last, seen := s.walks.get(a.ID)
 	if budget <= 0 || !seen || last.err == nil {
@@ -84,7 +84,7 @@ func (s *agentBudgets) unmeasured(a *store.Agent) string {
 // watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
 // diskWatchEvery on its workspace), and cuts the command (cancel) once the workspace is
 // over it. stop ends the watch and says why the command was cut, or "".
-func (s *agentBudgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
+func (s *budgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
 		return func() string { return "" }

@@ -46,6 +46,9 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			continue
 		}
+		if m.Then == cycle.RunAhead && !r.askOnPersonRerun(ctx, l, f) {
+			m.Then = cycle.EndLoop // a pause cut it short: the resume's kick runs it again
+		}
 		switch m.Then {
 		case cycle.EndLoop:
 			// kick wakes us under s.mu; checking for a wake-up under it too means a task
@@ -116,7 +119,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 	case cycle.AskModel, cycle.Weigh, cycle.RunIt:
 		// A step that begins over the budget (only an approved command can: a model
 		// step is checked before) is not cut; the agent pauses after it.
-		if b := r.s.agentBudgets.agentBudget(f.a); b.MaxWall > 0 {
+		if b := r.s.budgets.agentBudget(f.a); b.MaxWall > 0 {
 			r.busyLeft = max(b.MaxWall-time.Duration(f.a.BusyMS)*time.Millisecond, 0)
 		}
 	}
@@ -129,24 +132,31 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 }
 
 // readRound reads the round's facts of agent id in tx: the agent, its open proposal, and
-// the verdicts of its budgets (one, overBudget's) and helpers. A pending proposal is left unweighed.
+// the verdicts of its budgets (one, budgets.over's) and helpers. A pending proposal is left unweighed.
 func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	a, err := tx.Agent(id)
 	if err != nil {
 		return nil, err
 	}
 	f := &facts{Round: cycle.Round{Agent: a.State}, a: a}
-	if !active(a.State) {
+	if !active(a.State) && a.State != api.StatePaused {
 		return f, nil
 	}
-	f.Over = overBudget(s, a)
 	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return f, nil
-	} else if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	f.p, f.Proposal, f.Question = p, p.Status, p.Command == commands.AskUser
+	if !active(a.State) { // paused: only a preview to run again in a person's profile moves it
+		if p != nil && awaitsRerun(p) {
+			f.p, f.Proposal, f.Rerun = p, p.Status, true
+		}
+		return f, nil
+	}
+	f.Over = s.budgets.over(a)
+	if p == nil {
+		return f, nil
+	}
+	f.p, f.Proposal, f.Question, f.Rerun = p, p.Status, p.Command == commands.AskUser, awaitsRerun(p)
 	if p.Status == api.ProposalStarted && !f.Question {
 		// With one loop per agent nothing else executes: a started command here waits
 		// for a helper (whose end kicks it), or lost its result (the store refused it).

@@ -14,6 +14,127 @@ import (
 	"github.com/agentd/agentd/internal/display"
 )
 
+// Budgets bound a run (steps, tokens, wall time) and an agent over all its runs (steps,
+// tokens, busy time, disk: disk_budget.go). Whatever spends them — a step, the model's
+// tokens, a run's timer, a step cut by the agent's time — the loop reads their one
+// verdict with each round (budgets.over), cycle.NextMove turns it into its scope's event,
+// and endOverBudget (budget.go) carries that out through the applier.
+
+// budgets owns the budgets of both scopes: those of the runs in progress that have one,
+// cached with the timer that ends each run when its time is up, and each agent's over
+// all its runs, laid over one another from the
+// config's [agent], its [agents.NAME] and what `agentctl budget` stored (run.Budget.With).
+// mu guards byRun only and is never held while calling out (timeUp runs on a timer's
+// goroutine).
+type budgets struct {
+	st        *store.Store
+	base      run.Budget                // Options.AgentBudget
+	overrides map[string]AgentOverrides // Options.Agents
+	timeUp    func(runID string)        // a run's wall-time budget is spent (runs.timeUp)
+	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
+	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error) (*api.Agent, error)
+	// remeasure measures an agent's workspace again when it is over its disk budget
+	// (runs.remeasure), so that a budget raised or files removed count at once.
+	remeasure func(ctx context.Context, ref string)
+	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
+	mu        sync.Mutex
+	byRun     map[string]*runBudget // by run ID
+}
+
+// over is the budgets' one verdict on a: the first of its run's wall time, its run's
+// steps and tokens, and its own budgets that ran out; nil while all hold.
+func (s *budgets) over(a *store.Agent) *cycle.Over {
+	if b := s.budgetOf(a.RunID); b != nil {
+		if budget, why := b.over(a, time.Now()); why != "" {
+			return &cycle.Over{Scope: cycle.RunScope, Budget: budget, Why: why}
+		}
+	}
+	if budget, why := s.agentOver(a); why != "" {
+		return &cycle.Over{Scope: cycle.AgentScope, Budget: budget, Why: why}
+	}
+	return nil
+}
+
+// overEvent is the event verdict o makes on a, and what it records.
+func (s *budgets) overEvent(a *store.Agent, o *cycle.Over) (cycle.Event, *exhausted) {
+	ex := &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: string(o.Scope), Kind: o.Budget, RunID: a.RunID}, why: o.Why}
+	if o.Scope == cycle.AgentScope {
+		ex.Budget = *s.budgetView(a)
+		return cycle.Event{Kind: o.Event(), Reason: agentBudgetReason + o.Why}, ex
+	}
+	if rb := s.budgetOf(a.RunID); rb != nil { // dropped only once the end is published
+		ex.Budget = budgetWire(rb.Budget)
+	}
+	return cycle.Event{Kind: o.Event(), Reason: "budget exhausted: " + o.Why, Detail: o.Why, Result: "withdrawn: the run's budget ran out"}, ex
+}
+
+// runBudget is a budget cached for a run in progress, so the step path checks it
+// without a query: the agent row it reads anyway has the step and token counts.
+type runBudget struct {
+	run.Budget
+	agentID    string
+	start      time.Time
+	tokensBase int64 // the agent's token total when the run started
+	timer      *time.Timer
+}
+
+// over returns which of the run's budgets is used up (its wall time, or the steps and
+// tokens that keep it from making another proposal) and why; "" when none is.
+func (b *runBudget) over(a *store.Agent, now time.Time) (budget, why string) {
+	used := a.PromptTokens + a.EvalTokens - b.tokensBase
+	switch {
+	case b.MaxWall > 0 && now.Sub(b.start) >= b.MaxWall:
+		return cycle.TimeBudget, fmt.Sprintf("the run used its time budget of %v", b.MaxWall)
+	case b.MaxSteps > 0 && a.Step >= b.MaxSteps:
+		return "steps", fmt.Sprintf("the run made %s, its step budget", display.Count(a.Step, "step", "steps"))
+	case b.MaxTokens > 0 && used >= b.MaxTokens:
+		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
+	}
+	return "", ""
+}
+
+// setBudget caches runID's budget and arms its wall-time timer.
+func (s *budgets) setBudget(runID, agentID string, b run.Budget, start time.Time, tokensBase int64) {
+	if b.IsZero() {
+		return
+	}
+	rb := &runBudget{Budget: b, agentID: agentID, start: start, tokensBase: tokensBase}
+	if b.MaxWall > 0 {
+		rb.timer = time.AfterFunc(max(time.Until(start.Add(b.MaxWall)), 0), func() { s.timeUp(runID) })
+	}
+	s.mu.Lock()
+	if old := s.byRun[runID]; old != nil && old.timer != nil {
+		old.timer.Stop()
+	}
+	s.byRun[runID] = rb
+	s.mu.Unlock()
+}
+
+func (s *budgets) budgetOf(runID string) *runBudget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byRun[runID]
+}
+
+func (s *budgets) dropBudget(runID string) {
+	s.mu.Lock()
+	if b := s.byRun[runID]; b != nil && b.timer != nil {
+		b.timer.Stop()
+	}
+	delete(s.byRun, runID)
+	s.mu.Unlock()
+}
+
+// loadBudgets caches the budgets of runs in progress (at start).
+func (s *budgets) loadBudgets(ctx context.Context) error {
+	var runs []store.Run
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.BudgetedRuns(); return err })
+	for _, r := range runs {
+		s.setBudget(r.ID, r.AgentID, run.Budget{MaxSteps: r.MaxSteps, MaxTokens: r.MaxTokens, MaxWall: r.MaxWall}, r.Started, r.TokensBase)
+	}
+	return err
+}
+
 // An agent's own budget bounds it over all its runs: steps (proposals), model tokens,
 // and busy time (thinking and executing, not waiting for people). The config sets a
 // default ([agent]) and per-agent values ([agents.NAME]); `agentctl budget` overrides
@@ -25,29 +146,17 @@ import (
 const agentBudgetReason = "agent budget exhausted: "
 
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
-func (s *agentBudgets) agentBudget(a *store.Agent) run.Budget {
+func (s *budgets) agentBudget(a *store.Agent) run.Budget {
 	b := s.base
 	if o, ok := s.overrides[a.Name]; ok && o.Budget != nil {
 		b = *o.Budget
 	}
-	if a.Budget.MaxSteps != nil {
-		b.MaxSteps = *a.Budget.MaxSteps
-	}
-	if a.Budget.MaxTokens != nil {
-		b.MaxTokens = *a.Budget.MaxTokens
-	}
-	if a.Budget.MaxBusy != nil {
-		b.MaxWall = *a.Budget.MaxBusy
-	}
-	if a.Budget.MaxDisk != nil {
-		b.MaxDisk = *a.Budget.MaxDisk
-	}
-	return b
+	return b.With(a.Budget.MaxSteps, a.Budget.MaxTokens, a.Budget.MaxBusy, a.Budget.MaxDisk)
 }
 
 // agentOver returns which of a's own budgets is used up (steps, tokens, time or disk)
 // and why, with the command that raises it; "" when none is.
-func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
+func (s *budgets) agentOver(a *store.Agent) (budget, why string) {
 	b := s.agentBudget(a)
 	busy := time.Duration(a.BusyMS) * time.Millisecond
 	switch {
@@ -68,7 +177,7 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 }
 
 // budgetView is a's budget as the API shows it.
-func (s *agentBudgets) budgetView(a *store.Agent) *api.Budget {
+func (s *budgets) budgetView(a *store.Agent) *api.Budget {
 	out := budgetWire(s.agentBudget(a))
 	return &out
 }
@@ -84,7 +193,7 @@ func budgetWire(b run.Budget) api.Budget {
 
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
 // back to the config's). An agent paused by its budget resumes when the new one allows.
-func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
+func (s *budgets) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
 	if s.remeasure != nil {
 		s.remeasure(ctx, ref)
 	}
@@ -140,19 +249,6 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.Budget
 		out.Budget = bv
 	}
 	return out, err
-}
-
-// agentBudgets bounds each agent over all its runs: the default from config, an agent's
-// [agents.NAME] override, or what `agentctl budget` stored.
-type agentBudgets struct {
-	base      run.Budget                // Options.AgentBudget
-	overrides map[string]AgentOverrides // Options.Agents
-	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
-	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error) (*api.Agent, error)
-	// remeasure measures an agent's workspace again when it is over its disk budget
-	// (runs.remeasure), so that a budget raised or files removed count at once.
-	remeasure func(ctx context.Context, ref string)
-	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
 }
 
 // diskWalks remembers, per agent, the last walk of its workspace.
