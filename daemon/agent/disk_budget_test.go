@@ -58,7 +58,7 @@ func TestCommandCutWhenItsWorkspaceCannotBeMeasured(t *testing.T) {
 	// does not cut for the size; the file written after them takes the file system past
 	// it, and the walk that follows cannot count them.
 	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 12 << 20} })
-	h.fake.Script(shellReply(nestDeep("head -c 16777216 /dev/zero > big; sleep 120; echo finished")))
+	h.fake.Script(shellReply(nestDeep("head -c 16777216 /dev/zero > big; sleep 120 && echo finished")))
 	listForever(h)
 	a := autoAgent(h, 10)
 	h.approve(a.ID, "execute_shell")
