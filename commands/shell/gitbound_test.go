@@ -174,6 +174,22 @@ func TestBoundedGitRefusals(t *testing.T) {
 	}
 }
 
+// forkedRepo is drivenRepo with its config text, a branch other one commit (b.txt) ahead
+// of the first and the current branch one commit (c.txt) apart from it.
+func forkedRepo(t *testing.T, ws, dir, text string) string {
+	t.Helper()
+	proj := drivenRepo(t, ws, dir, "text", ".git/config", text)
+	gitIn(t, proj, "checkout", "-qb", "other")
+	os.WriteFile(filepath.Join(proj, "b.txt"), []byte("b\n"), 0o644)
+	gitIn(t, proj, "add", "b.txt")
+	gitIn(t, proj, "commit", "-qm", "b")
+	gitIn(t, proj, "checkout", "-q", "-")
+	os.WriteFile(filepath.Join(proj, "c.txt"), []byte("c\n"), 0o644)
+	gitIn(t, proj, "add", "c.txt")
+	gitIn(t, proj, "commit", "-qm", "c")
+	return proj
+}
+
 // TestBoundedGitRunsNoAlias: no alias of the repository's runs in a bounded run, read-only
 // or +write: not one the agent names (refused: it is none of git's own commands), and not
 // one git starts itself — a merge strategy NAME is `git merge-NAME`, which
@@ -198,16 +214,8 @@ func TestBoundedGitRunsNoAlias(t *testing.T) {
 			t.Run(map[bool]string{false: "read_only_", true: "write_"}[write]+tt.name, func(t *testing.T) {
 				for i, p := range []commands.Profile{{}, {Bounded: true, Write: write}} {
 					ws := workspace(t)
-					proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n"+
+					forkedRepo(t, ws, "proj", "[user]\n\tname = a\n\temail = a@b\n"+
 						"[alias]\n\tmerge-foo = \"!echo AGENT-CODE-RAN >&2; echo x > $AGENTD_WS/planted.txt; false\"\n")
-					gitIn(t, proj, "checkout", "-qb", "other")
-					os.WriteFile(filepath.Join(proj, "b.txt"), []byte("b\n"), 0o644)
-					gitIn(t, proj, "add", "b.txt")
-					gitIn(t, proj, "commit", "-qm", "b")
-					gitIn(t, proj, "checkout", "-q", "-")
-					os.WriteFile(filepath.Join(proj, "c.txt"), []byte("c\n"), 0o644)
-					gitIn(t, proj, "add", "c.txt")
-					gitIn(t, proj, "commit", "-qm", "c")
 					out, err := runAs(t, c, ws, p, tt.line)
 					_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
 					switch {
@@ -232,15 +240,7 @@ func TestBoundedGitRefusesAStoppedRebase(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
 	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
-	clean := drivenRepo(t, ws, "clean", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
-	gitIn(t, clean, "checkout", "-qb", "other")
-	os.WriteFile(filepath.Join(clean, "b.txt"), []byte("b\n"), 0o644)
-	gitIn(t, clean, "add", "b.txt")
-	gitIn(t, clean, "commit", "-qm", "b")
-	gitIn(t, clean, "checkout", "-q", "-")
-	os.WriteFile(filepath.Join(clean, "c.txt"), []byte("c\n"), 0o644)
-	gitIn(t, clean, "add", "c.txt")
-	gitIn(t, clean, "commit", "-qm", "c")
+	forkedRepo(t, ws, "clean", "[user]\n\tname = a\n\temail = a@b\n")
 	todo := "break\nexec echo AGENT-CODE-RAN >&2; echo x > " + ws + "/planted.txt\n"
 	os.WriteFile(filepath.Join(ws, "todo"), []byte(todo), 0o644)
 	cmd := exec.Command("git", "rebase", "-i", "--root")
