@@ -290,7 +290,7 @@ func TestModeAFailedWalkLeftLentIsGivenBackBeforeItsNoteGoes(t *testing.T) {
 		if tr, err := s.readTree(c.root); err != nil {
 			t.Fatal(err)
 		} else if e := tr.find("lib"); e == nil || e.mode != 0o311 {
-			t.Errorf("lends %v: the next walk's checkpoint records lib as %+v, want mode 0311", lends, e)
+			t.Errorf("lends %v: the next walk's checkpoint does not record lib with mode 0311", lends)
 		}
 	}
 }

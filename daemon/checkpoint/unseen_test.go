@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // denyRules are the write-deny rules of patterns, as an agent's policy makes them.
@@ -130,5 +131,52 @@ func TestDeniedFileTheStartDidNotCaptureIsUnknown(t *testing.T) {
 	})
 	if len(denied) != 2 || denied[0].Path != "app.toml" || !denied[0].Unknown || denied[1].Path != "small.toml" || denied[1].Unknown {
 		t.Fatalf("denied = %+v, want app.toml unknown and small.toml known", denied)
+	}
+}
+
+// dropEnv names, for the run as an unprivileged user, a folder root made for it holding
+// locked, a folder of root's it may write and search but not list.
+const dropEnv = "AGENTD_TEST_FOREIGN_FOLDER"
+
+// A folder the daemon's user cannot list (not its own: it cannot lend itself access)
+// brought into the workspace with a denied file in it is taken as denied, as nothing
+// tells what it holds: the second wall does not pass it over.
+func TestDeniedWriteInAFolderTheDaemonCannotListIsTakenAsDenied(t *testing.T) {
+	if os.Geteuid() == 0 && os.Getenv(dropEnv) == "" {
+		drop := t.TempDir()
+		for _, d := range []string{filepath.Dir(drop), drop} {
+			if err := os.Chmod(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(drop, "locked"), 0o333); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(drop, "locked"), 0o333)
+		t.Setenv(dropEnv, drop)
+	}
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	drop := os.Getenv(dropEnv)
+	if drop == "" {
+		t.Skip("making a folder the daemon's user does not own needs root")
+	}
+	ws := lockableTempDir(t)
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a/1": "1"})
+	lib := filepath.Join(ws, "lib")
+	denied, _, after := stepDenied(t, s, ws, denyRules(t, "write_file(*.toml)"), func() {
+		if err := os.Rename(filepath.Join(drop, "locked"), lib); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Rename(lib, filepath.Join(drop, "locked")) }) // before the workspace goes: it cannot remove it
+		writeFiles(t, ws, map[string]string{"lib/agentd.toml": "[shell]\nnetwork = true\n"})
+	})
+	if len(denied) != 1 || denied[0].Path != "lib" || !denied[0].Unseen || denied[0].Unknown {
+		t.Fatalf("denied = %+v (checkpoint: %s), want lib alone, unseen, its before known (absent)", denied, after.Problem())
+	}
+	if !strings.Contains(denied[0].String(), "cannot be opened: permission denied") {
+		t.Errorf("the denied write says %q, not why the folder was not captured", denied[0])
 	}
 }
