@@ -64,7 +64,8 @@ func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands
 			lines = append(lines, display.Escape(p, display.Line)+", a file moved onto a denied path, to where it was")
 		}
 		if len(unknown) > 0 {
-			t.unchecked = "could not put back " + strings.Join(unknown, "; ") + ", as no checkpoint before the step captured it: a person must look at the workspace"
+			t.unchecked = "could not put back " + strings.Join(unknown, "; ") + ", as no checkpoint before the step captured it: a person must look at the workspace" +
+				" (raise [checkpoints] max_entries, max_file_bytes or the state dir's free disk so they capture it)"
 		}
 		if len(paths) == 0 {
 			t.putBack = t.unchecked
