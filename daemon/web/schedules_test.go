@@ -34,8 +34,7 @@ type formCheck struct {
 // and checks the answer says what it should, with what the person typed as text.
 func checkForms(t *testing.T, tests []formCheck) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := b.get("/schedules/check?" + tt.form.Encode())
@@ -50,8 +49,7 @@ func checkForms(t *testing.T, tests []formCheck) {
 
 func TestAddScheduleAndReplay(t *testing.T) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	csrf := b.csrf()
 	a := e.create("sched")
 	got := b.post("/schedules", url.Values{"csrf": {csrf}, "name": {"Bad Name"}, "spec": {"0 9 * * *"}, "agent": {a.ID}, "goal": {"g"}})
@@ -101,8 +99,7 @@ func TestWhenCheck(t *testing.T) {
 // reason.
 func TestAddScheduleWithConditions(t *testing.T) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	csrf := b.csrf()
 	a := e.create("watcher")
 	form := url.Values{"csrf": {csrf}, "name": {"triage"}, "spec": {"0 9 * * *"}, "agent": {a.ID}, "goal": {"triage"}, "when_changed": {"inbox"}}
