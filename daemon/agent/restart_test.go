@@ -18,8 +18,7 @@ import (
 
 func TestHelperWaitSurvivesRestart(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("finish", map[string]string{"reason": "done while you were away"}))
+	b.bossStartsA(reply("finish", map[string]string{"reason": "done while you were away"}))
 	boss := h.boss()
 	start := h.approve(boss.ID, "start_agent")
 	a := h.helper("boss/a")
@@ -42,8 +41,7 @@ func TestHelperWaitSurvivesRestart(t *testing.T) {
 
 func TestHelperEndWhileDownIsDeliveredOnce(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
 	start := h.approve(boss.ID, "start_agent")
 	a := h.helper("boss/a")
@@ -175,8 +173,7 @@ func TestRestartStopsHelpersOfEndedRuns(t *testing.T) {
 
 func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	ctx := context.Background()
 	boss := h.boss()
 	h.approve(boss.ID, "start_agent")

@@ -281,8 +281,7 @@ func TestWatchdogStopsAScheduledRun(t *testing.T) {
 func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
 	h, b := newHelperHarness(t)
 	list, missing := reply("list_folder", map[string]string{"path": "."}), reply("read_file", map[string]string{"path": "missing.txt"})
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", list, missing, list, missing, list)
+	b.bossStartsA(list, missing, list, missing, list)
 	boss := h.boss()
 	if _, err := h.decide(boss.ID, h.pending(boss.ID), "y -10"); err != nil {
 		t.Fatal(err)
