@@ -20,8 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/testutil"
 	ollama "github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // OllamaVersion is the Ollama release the harness expects (scripts/ollama.sh builds it).
