@@ -71,8 +71,9 @@ type Preview struct {
 // the workspace, which approving applies instead of running the command again — or why
 // there is none, and approving runs the command as usual.
 type Effect struct {
-	// None says why the command was not run ahead, or why its run cannot be applied
-	// (the workspace changed since): approving runs the command itself.
+	// None says why the command was not run ahead, why its run cannot be applied (the
+	// workspace changed since), or that it runs ahead again in the person's profile:
+	// approving meanwhile runs the command itself.
 	None string `json:"none,omitempty"`
 	// Output is what the command printed, with its exit status as a result shows it.
 	Output string `json:"output,omitempty"`

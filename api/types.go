@@ -134,15 +134,20 @@ type ProposalStatus string
 // Proposal statuses. pending and interrupted proposals take decisions; approved → started →
 // succeeded|failed is the write-ahead execution record.
 const (
-	ProposalPending     ProposalStatus = "pending"
-	ProposalApproved    ProposalStatus = "approved"
-	ProposalDenied      ProposalStatus = "denied"
-	ProposalFeedback    ProposalStatus = "feedback"   // not run; the person's text went to the model
-	ProposalSuperseded  ProposalStatus = "superseded" // the run moved on without a decision
-	ProposalStarted     ProposalStatus = "started"
-	ProposalSucceeded   ProposalStatus = "succeeded"
-	ProposalFailed      ProposalStatus = "failed"
-	ProposalInterrupted ProposalStatus = "interrupted" // the daemon died while it ran; decide again
+	ProposalPending    ProposalStatus = "pending"
+	ProposalApproved   ProposalStatus = "approved"
+	ProposalDenied     ProposalStatus = "denied"
+	ProposalFeedback   ProposalStatus = "feedback"   // not run; the person's text went to the model
+	ProposalSuperseded ProposalStatus = "superseded" // the run moved on without a decision
+	ProposalStarted    ProposalStatus = "started"
+	ProposalSucceeded  ProposalStatus = "succeeded"
+	ProposalFailed     ProposalStatus = "failed"
+	// ProposalInterrupted is a proposal asked of a person again, to decide anew: either
+	// the daemon stopped while it ran (or the store lost its result), or its effect
+	// preview was run again before it ran (the workspace changed since the preview, or it
+	// ran ahead in a pattern's bounded profile and is left to a person, so it ran ahead
+	// again in theirs).
+	ProposalInterrupted ProposalStatus = "interrupted"
 )
 
 // Decidable reports whether a decision may still be made on a proposal in this status.

@@ -443,7 +443,7 @@ func TestLoopDoesWhatNextMoveSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, then := range cycle.Thens {
-		name := map[cycle.Then]string{cycle.EndLoop: "EndLoop", cycle.Wait: "Wait", cycle.Again: "Again", cycle.AskModel: "AskModel", cycle.Weigh: "Weigh", cycle.RunIt: "RunIt"}[then]
+		name := map[cycle.Then]string{cycle.EndLoop: "EndLoop", cycle.Wait: "Wait", cycle.Again: "Again", cycle.AskModel: "AskModel", cycle.Weigh: "Weigh", cycle.RunIt: "RunIt", cycle.RunAhead: "RunAhead"}[then]
 		if name == "" || !strings.Contains(string(b), fmt.Sprintf("cycle.%s", name)) {
 			t.Errorf("the loop in round.go does not handle NextMove's %q", then)
 		}

@@ -281,37 +281,9 @@ func hostileJSONWorkspace(withOut bool) func(ws string) error {
 // person: it runs ahead again in their profile and they are asked on that, with the
 // reason; approving applies the change their run ahead made, never the bounded one.
 func TestAPatternRemovedDuringTheRunAheadAsksOnARunAheadInThePersonsProfile(t *testing.T) {
-	sh := realShellWith(t, shell.Options{})
-	h := newHarness(t, func(o *Options) {
-		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-	})
-	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "mkfifo -m 666 f; cat f > out.txt; rm f"}), reply("finish", map[string]string{"reason": "done"}))
-	a := h.createPlanted(func(string) error { return nil })
-	ctx := context.Background()
-	allow := []string{"execute_shell(mkfifo *)+write", "execute_shell(cat *)+write", "execute_shell(rm *)+write"}
-	for _, pat := range allow {
-		if _, err := h.sup.policyService.AddPermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: pat, By: "tester"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shownBounded := proposalsShownBounded(t, h)
-	// The run ahead waits on its fifo, in the copy, for what the test writes to it: the
-	// pattern goes while it runs, weighed unasked.
-	fifo := filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "f")
-	w := fifoWriter(t, fifo)
-	if _, err := h.sup.policyService.RemovePermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: allow[1], By: "tester"}); err != nil {
-		t.Fatal(err)
-	}
-	feed(t, w, "bounded\n")
-	h.waitFor(a.ID, "the proposal stored", func(a *api.Agent) bool { return a.Pending != nil })
+	h, a, fifo, shownBounded := leftToAPersonAfterABoundedRunAhead(t)
 	feed(t, fifoWriter(t, fifo), "person\n") // its run ahead again, in the person's profile
-	ag := h.waitFor(a.ID, "a person asked on the run ahead again", func(a *api.Agent) bool {
-		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
-	})
-	p := ag.Pending
-	if eff := p.Preview.Effect; !eff.Appliable() || eff.Profile != "" || !strings.Contains(p.Preview.Diff, "+person") || !strings.Contains(ag.StateReason, "run again in yours: approving applies that change") {
-		t.Fatalf("asked with effect %+v, reason %q, diff\n%s\nwant the person's run ahead (+person) and why", eff, ag.StateReason, p.Preview.Diff)
-	}
+	p := askedOnThePersonsRunAhead(t, h, a.ID)
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
@@ -322,6 +294,52 @@ func TestAPatternRemovedDuringTheRunAheadAsksOnARunAheadInThePersonsProfile(t *t
 	if got := shownBounded(p.ID); len(got) > 0 {
 		t.Errorf("followers were shown the bounded run ahead's change as the person's to approve: %+v", got)
 	}
+}
+
+// leftToAPersonAfterABoundedRunAhead makes an agent whose proposal, a line that waits on
+// the fifo f in its folder, ran ahead in a +write pattern's bounded profile, and whose
+// pattern went while it ran: the proposal is stored left to a person, and runs ahead
+// again in their profile, waiting on fifo (in the copy) for what the test writes. The
+// function returned lists the effects shown bounded (proposalsShownBounded).
+func leftToAPersonAfterABoundedRunAhead(t *testing.T) (h *harness, a *api.Agent, fifo string, shownBounded func(id string) []api.Effect) {
+	sh := realShellWith(t, shell.Options{})
+	h = newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+	})
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "mkfifo -m 666 f; cat f > out.txt; rm f"}), reply("finish", map[string]string{"reason": "done"}))
+	a = h.createPlanted(func(string) error { return nil })
+	ctx := context.Background()
+	allow := []string{"execute_shell(mkfifo *)+write", "execute_shell(cat *)+write", "execute_shell(rm *)+write"}
+	for _, pat := range allow {
+		if _, err := h.sup.policyService.AddPermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: pat, By: "tester"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shownBounded = proposalsShownBounded(t, h)
+	// The run ahead waits on its fifo, in the copy, for what the test writes to it: the
+	// pattern goes while it runs, weighed unasked.
+	fifo = filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "f")
+	w := fifoWriter(t, fifo)
+	if _, err := h.sup.policyService.RemovePermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: allow[1], By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, w, "bounded\n")
+	h.waitFor(a.ID, "the proposal stored", func(a *api.Agent) bool { return a.Pending != nil })
+	return h, a, fifo, shownBounded
+}
+
+// askedOnThePersonsRunAhead waits until agent id asks a person on its proposal's run
+// ahead again in their profile, which read "person" from its fifo, and returns it.
+func askedOnThePersonsRunAhead(t *testing.T, h *harness, id string) *api.Proposal {
+	t.Helper()
+	ag := h.waitFor(id, "a person asked on the run ahead again", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+	p := ag.Pending
+	if eff := p.Preview.Effect; !eff.Appliable() || eff.Profile != "" || !strings.Contains(p.Preview.Diff, "+person") || !strings.Contains(ag.StateReason, "run again in yours: approving applies that change") {
+		t.Fatalf("asked with effect %+v, reason %q, diff\n%s\nwant the person's run ahead (+person) and why", eff, ag.StateReason, p.Preview.Diff)
+	}
+	return p
 }
 
 // fifoWriter opens the fifo at path for writing once a reader has it open (a run

@@ -19,7 +19,7 @@ import (
 // (startTx), and the preview is applied only under an approval in the profile it ran in
 // (previewed); one left to a person after all runs ahead again in theirs
 // (askOnPersonRerun). st is where the deny rules are read, previews what runs it, room the
-// disk it may take (agentBudgets.previewRoom); previewing, when set, is called as the run
+// disk it may take (budgets.previewRoom); previewing, when set, is called as the run
 // ahead starts (it may hold the step a minute), to show the agent previewing.
 func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command, previewing func()) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
@@ -65,24 +65,47 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 
-// boundedPreviewReason is why a proposal left to a person shows no effect preview.
-const boundedPreviewReason = "ran ahead in the pattern's bounded profile; approving runs it in yours"
+// boundedPreviewReason is why a proposal left to a person shows no effect preview while
+// it runs ahead again in their profile (askOnPersonRerun); approving meanwhile runs the
+// command itself, as any proposal with no change to apply, and the run again, once in,
+// then moves nothing. It also marks the proposal as waiting for that run (awaitsRerun).
+const boundedPreviewReason = "ran ahead in the pattern's bounded profile, so it runs ahead again in yours: approving before that run is in runs the command itself, in yours"
+
+// notRerunReason is why once its run ahead again in the person's profile gave no preview
+// at all (its command is gone, the policy now refuses it, previews were turned off).
+const notRerunReason = "ran ahead in the pattern's bounded profile and could not run ahead again in yours: approving runs the command itself, in yours"
+
+// awaitsRerun reports whether p's bounded preview was dropped for a person's and its run
+// ahead again in their profile is not in (cycle.Round.Rerun): it is not begun, or a
+// pause or a restart cut it short.
+func awaitsRerun(p *api.Proposal) bool {
+	return p.Status == api.ProposalPending && p.Preview != nil && p.Preview.Effect != nil && p.Preview.Effect.None == boundedPreviewReason
+}
+
+// rerunReason is what the person is told once p's preview ran again in their profile
+// (rerun: what that gave), as its state reason and why there is nothing to apply.
+func rerunReason(rerun *api.Preview) string {
+	if again := ranAgain(rerun, "in yours"); again != "" {
+		return "ran ahead in the pattern's bounded profile; " + again
+	}
+	return notRerunReason
+}
 
 // askedBounded drops, in the transaction that stores p, an effect preview that ran ahead
 // in the policy's bounded profile (withEffect) when p is left to a person after all (the
 // watchdog caught a loop, a grant ended meanwhile): their approval runs the command in
 // their profile, so that change is not what they would approve. shown is p as its event
-// shows it. It reports whether it dropped one: then p runs ahead again in the person's
-// profile once tx commits (askOnPersonRerun).
-func askedBounded(tx *store.Tx, a *store.Agent, p, shown *api.Proposal) (bool, error) {
+// shows it. p then awaits its run ahead again in the person's profile (awaitsRerun),
+// which the loop's next round makes (cycle.RunAhead, askOnPersonRerun).
+func askedBounded(tx *store.Tx, a *store.Agent, p, shown *api.Proposal) error {
 	if a == nil || p.Status != api.ProposalPending || p.Preview == nil || !p.Preview.Effect.Appliable() || p.Preview.Effect.Profile == "" {
-		return false, nil
+		return nil
 	}
 	if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.BoundedPreviewAsked, Reason: boundedPreviewReason}}); err != nil {
-		return false, err
+		return err
 	}
 	shown.Preview = p.Preview
-	return true, nil
+	return nil
 }
 
 // previewingReason is the agent's state reason while its proposal runs ahead.

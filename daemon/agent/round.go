@@ -46,6 +46,9 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			continue
 		}
+		if m.Then == cycle.RunAhead && !r.askOnPersonRerun(ctx, l, f) {
+			m.Then = cycle.EndLoop // a pause cut it short: the resume's kick runs it again
+		}
 		switch m.Then {
 		case cycle.EndLoop:
 			// kick wakes us under s.mu; checking for a wake-up under it too means a task
@@ -136,17 +139,24 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 		return nil, err
 	}
 	f := &facts{Round: cycle.Round{Agent: a.State}, a: a}
-	if !active(a.State) {
+	if !active(a.State) && a.State != api.StatePaused {
+		return f, nil
+	}
+	p, err := tx.OpenProposal(a.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if !active(a.State) { // paused: only a preview to run again in a person's profile moves it
+		if p != nil && awaitsRerun(p) {
+			f.p, f.Proposal, f.Rerun = p, p.Status, true
+		}
 		return f, nil
 	}
 	f.Over = s.budgets.over(a)
-	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if p == nil {
 		return f, nil
-	} else if err != nil {
-		return nil, err
 	}
-	f.p, f.Proposal, f.Question = p, p.Status, p.Command == commands.AskUser
+	f.p, f.Proposal, f.Question, f.Rerun = p, p.Status, p.Command == commands.AskUser, awaitsRerun(p)
 	if p.Status == api.ProposalStarted && !f.Question {
 		// With one loop per agent nothing else executes: a started command here waits
 		// for a helper (whose end kicks it), or lost its result (the store refused it).

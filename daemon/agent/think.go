@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -25,6 +26,21 @@ import (
 // num_ctx 2048 the prompt keeps room for the memories that hold the evidence.
 func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
+// pausable is ctx for a step a pause or a stop cancels through *cancel (the runner's
+// cancelStep, set under mu); done ends it.
+func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc) (context.Context, func()) {
+	stepCtx, stop := context.WithCancel(ctx)
+	mu.Lock()
+	*cancel = stop
+	mu.Unlock()
+	return stepCtx, func() {
+		mu.Lock()
+		*cancel = nil
+		mu.Unlock()
+		stop()
+	}
+}
+
 // think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context, l *live) {
 	began := time.Now() // the step's model time counts toward the agent's busy time
@@ -37,16 +53,8 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if a.State != api.StateThinking {
 		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
-	stepCtx, cancel := context.WithCancel(ctx)
-	r.mu.Lock()
-	r.cancelStep = cancel
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.cancelStep = nil
-		r.mu.Unlock()
-		cancel()
-	}()
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
+	defer done()
 
 	if a.Description == "" {
 		if err := r.generateProfile(stepCtx, l, a); err != nil {
@@ -167,11 +175,10 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	var w watched
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
-	var rerun bool         // left to a person after it ran ahead bounded: run it ahead again in their profile
 	r.mu.Lock()
 	r.s.checkpointAhead(ctx, l, p) // the policy may start p in the transaction that stores it
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		st, rerun = nil, false // a retried transaction starts over
+		st = nil // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
 			return err
@@ -210,7 +217,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		var pending *api.Proposal // think runs only when no proposal is open
 		if p.Status == api.ProposalPending {
 			pending = &shown
-			if rerun, err = askedBounded(tx, on, p, &shown); err != nil { // left to a person
+			if err := askedBounded(tx, on, p, &shown); err != nil { // left to a person
 				return err
 			}
 		}
@@ -237,9 +244,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	}
 	if st != nil {
 		r.run(ctx, l, p, st)
-	} else if rerun {
-		r.askOnPersonRerun(ctx, l, a, p, cmds)
-	}
+	} // one left to a person after it ran ahead bounded runs ahead again next round (cycle.RunAhead)
 }
 
 // newProposal is the model's reply res as a proposal of a's, not yet stored.
@@ -494,30 +499,35 @@ func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last 
 	}
 }
 
-// askOnPersonRerun runs p, whose bounded run ahead askedBounded dropped, ahead again in a
-// person's profile, the way a stale preview is (rerunPreview), and has the person asked
-// on what that run gives (cycle.PreviewRerun): p's Ref changes with it, so a decision
-// made on p as shown before is refused (look again). Nothing moves when p was decided,
-// or its run ended, meanwhile.
-func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, p *api.Proposal, cmds commands.Set) {
-	c, ok := cmds.Get(p.Command)
-	if !ok {
-		return
+// askOnPersonRerun is the loop's cycle.RunAhead: it runs f's proposal p, whose bounded
+// run ahead askedBounded dropped, ahead again in a person's profile, the way a stale
+// preview is (rerunPreview), and has the person asked on what that run gives
+// (cycle.PreviewRerun): p's Ref changes with it, so a decision made on p as shown before
+// is refused (look again). Nothing moves when p was decided, or its run ended, meanwhile.
+// It runs in a step a pause cancels, and reports false when a pause cut it short: p
+// still awaits it (awaitsRerun), the loop ends, and the resume's round runs it again.
+func (r *runner) askOnPersonRerun(ctx context.Context, l *live, f *facts) bool {
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
+	defer done()
+	a, p := f.a, f.p
+	again := *p.Preview
+	again.Effect, again.Diff, again.DiffCut = nil, "", false
+	rerun := &again // no preview at all when its command is gone: approving runs it
+	if c, ok := r.s.commandsFor(stepCtx, l, a, r.s.stepOf(a)).Get(p.Command); ok {
+		rerun = rerunPreview(stepCtx, r.s.st, r.s.previews, r.s.budgets.previewRoom(a), l, a, p, c)
 	}
-	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.budgets.previewRoom(a), l, a, p, c)
-	why := boundedPreviewReason
-	if again := ranAgain(rerun, "in yours"); again != "" {
-		why = "ran ahead in the pattern's bounded profile; " + again
+	if stepCtx.Err() != nil {
+		return ctx.Err() != nil // the daemon stops: the loop ends on its own
 	}
+	why := rerunReason(rerun)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
 			return err
 		}
 		now, err := tx.Proposal(p.ID)
-		if err != nil || now.Status != api.ProposalPending { // decided, or its run ended, meanwhile
+		if err != nil || !awaitsRerun(now) { // decided, or its run ended, meanwhile
 			return err
 		}
 		asked := &change{a: cur, p: now, ev: cycle.Event{Kind: cycle.PreviewRerun, Reason: why}, rerun: rerun, pub: r.s.events.Publish}
@@ -529,7 +539,10 @@ func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, 
 		asked.shown = known(cur, now, nil)
 		return tx.UpdateAgent(cur)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil { // paused or stopped: asked on the dropped one
-		r.s.log.Error("asking on the preview run again", "agent", a.ID, "proposal", p.ID, "err", err)
+	r.mu.Unlock()
+	if err == nil || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+		return true
 	}
+	r.s.log.Error("asking on the preview run again", "agent", a.ID, "proposal", p.ID, "err", err)
+	return r.sleep(ctx, time.Second)
 }

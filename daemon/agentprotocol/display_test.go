@@ -150,3 +150,19 @@ func TestEmptyStepApprovesOnlyTheChangeItShowed(t *testing.T) {
 		t.Errorf("approval = %+v, want approve naming Ref %s", d, f.p.Ref())
 	}
 }
+
+// An interrupted step says the two things interrupted covers: the daemon stopped while
+// its command ran, or its effect preview was run again; either way a person decides anew.
+func TestAnInterruptedStepSaysWhatInterruptedCovers(t *testing.T) {
+	h := New(Options{}).(*handler)
+	rp := &api.Replay{Run: api.Run{ID: "r-1"}, Steps: []api.ReplayStep{
+		{Proposal: api.Proposal{ID: "p-1", Command: "execute_shell", Args: json.RawMessage(`{"command_line":"make"}`), Status: api.ProposalInterrupted}},
+	}}
+	m := &stepMapper{h: h, rp: rp, writers: map[string]bool{}}
+	s := m.step(0)
+	for _, want := range []string{"when the daemon stopped", "effect preview was run again", "awaiting a decision"} {
+		if !strings.Contains(s.Output, want) {
+			t.Errorf("an interrupted step shows %q, want it to say %q", s.Output, want)
+		}
+	}
+}

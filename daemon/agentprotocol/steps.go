@@ -299,7 +299,7 @@ func (m *stepMapper) step(i int) Step {
 		m.h.shown.Store(p.ID, p.Ref())
 		verb := "Proposes"
 		if p.Status == api.ProposalInterrupted {
-			verb = "Was running when the daemon stopped; proposes again"
+			verb = "Proposes again (it was running when the daemon stopped, or its effect preview was run again)"
 		}
 		out = append(out, fmt.Sprintf("%s %s — awaiting a decision: send an empty input to approve it, or text as feedback.", verb, action))
 	case p.Status == api.ProposalApproved || p.Status == api.ProposalStarted:

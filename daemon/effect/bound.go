@@ -2,11 +2,17 @@ package effect
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/internal/display"
 )
 
@@ -18,17 +24,29 @@ const boundEvery = 100 * time.Millisecond
 // store together, as commands.DiskUsage counts them, at most room.
 type diskBound struct {
 	view, store string
+	quotaDir    string // where its quota's tmpfs is mounted, out of the sandbox's sight
 	room        int64
 	over        string // why the run ahead was stopped, or ""
 	grew        int64  // what the copy's file system grew by during the run, as statfs saw it
+	q           *quota // the kernel's bound on the run's writes, when the daemon may mount one
 }
 
-func (p *Previews) bound(agentID, view string, room int64) *diskBound {
-	return &diskBound{view: view, store: filepath.Join(p.opt.Dir, agentID, "store"), room: room}
+// bound is the bound of agentID's next preview, in the copy at view. It first drops a
+// quota a daemon that died during a run ahead left mounted there, before the copy is
+// written: writes would land in its upper layer.
+func (p *Previews) bound(agentID, view string, room int64) (*diskBound, error) {
+	b := &diskBound{view: view, store: filepath.Join(p.opt.Dir, agentID, "store"), quotaDir: filepath.Join(p.opt.Dir, agentID, "quota"), room: room}
+	if err := (&quota{view: view, dir: b.quotaDir}).unmount(); err != nil {
+		return nil, fmt.Errorf("the last preview's quota could not be unmounted: %w", err)
+	}
+	return b, nil
 }
 
-// measure is the disk the copy and the store take now.
+// measure is the disk the copy and the store take now; over the room once the quota is full.
 func (b *diskBound) measure() (int64, error) {
+	if b.q.full() {
+		return b.room + 1, nil
+	}
 	v, err := commands.DiskUsage(b.view)
 	if err != nil {
 		return 0, err
@@ -51,6 +69,9 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 	})
 	out, err := fn(ctx)
 	stop()
+	if b.over == "" && b.q.full() { // stopped by the kernel (ENOSPC) before the watch looked
+		b.over = b.overBy(b.room+1, took)
+	}
 	if b.over != "" {
 		return out, err
 	}
@@ -74,4 +95,109 @@ func (b *diskBound) storeRoom(took int64) int64 { return b.room - took - b.grew 
 func (b *diskBound) overBy(n, took int64) string {
 	return fmt.Sprintf("its run ahead wrote past the %s of disk its budget leaves a preview (%s with its copy of the workspace and its change, %s before it ran): it was stopped, and nothing it wrote is kept",
 		display.Size(b.room), display.Size(n), display.Size(took))
+}
+
+// putBack drops what a run ahead that leaves nothing to apply wrote in the copy, so it does
+// not sit on the disk until the next preview: under a quota the copy was never written
+// (unmounting drops the upper layer), else the copy is removed and the next preview makes
+// it afresh. It is not restored: a restore would first capture what the run wrote into
+// the store, past the bound the run was held to (sparse files take no blocks in the copy
+// but their whole size in the store). The error says only what could not be cleaned up.
+func (b *diskBound) putBack() error {
+	if b.q != nil {
+		if err := b.q.unmount(); err != nil {
+			return fmt.Errorf("(what it wrote could not be dropped: %w)", err)
+		}
+		return nil
+	}
+	if err := checkpoint.RemoveTree(filepath.Dir(b.view), filepath.Base(b.view)); err != nil {
+		return fmt.Errorf("(what it wrote in the copy could not be removed: %w)", err)
+	}
+	return nil
+}
+
+// quota bounds what a run ahead writes with the kernel, where the daemon may mount (as
+// root): the copy becomes the lower layer of an overlay mounted on the copy itself, whose
+// upper layer, where every write and every copy-up of a changed file goes, is a tmpfs of
+// the room the run has left (size, and an inode per MinEntryBytes, as DiskUsage counts).
+// A write past it fails (ENOSPC) however fast it comes; the watch stays as a second wall
+// and the run is called over once the tmpfs is full. The copy itself is never written,
+// so unmounting drops what the run wrote. The tmpfs is memory while the run lasts, at
+// most the room. A daemon that may not mount (not root) has the watch alone.
+type quota struct {
+	view, dir string // the copy (the overlay's mount point and lower layer); the tmpfs
+}
+
+// mountQuota mounts b's quota of size bytes; it leaves b without one when the daemon may
+// not mount, or the paths cannot be said in overlay's options.
+func (b *diskBound) mountQuota(size int64) {
+	dir := b.quotaDir
+	q := &quota{view: b.view, dir: dir}
+	if os.Geteuid() != 0 || strings.ContainsAny(b.view+dir, ",:\\") {
+		return
+	}
+	size = max(size, commands.MinEntryBytes)
+	var root unix.Stat_t
+	if os.MkdirAll(dir, 0o700) != nil || unix.Stat(b.view, &root) != nil ||
+		unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, size/commands.MinEntryBytes+2)) != nil {
+		return
+	}
+	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	// The overlay's root is its upper layer's: the copy's root as the workspace's.
+	err := errors.Join(os.Mkdir(upper, 0o700), os.Mkdir(work, 0o700), os.Lchown(upper, int(root.Uid), int(root.Gid)),
+		os.Chmod(upper, os.FileMode(root.Mode&0o7777)), unix.UtimesNano(upper, []unix.Timespec{root.Atim, root.Mtim}))
+	if err == nil {
+		err = unix.Mount("overlay", b.view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+b.view+",upperdir="+upper+",workdir="+work)
+	}
+	if err == nil {
+		err = errors.Join(os.Mkdir(q.merged(), 0o700), unix.Mount(b.view, q.merged(), "", unix.MS_BIND, ""))
+	}
+	if err != nil {
+		q.unmount()
+		return
+	}
+	b.q = q
+}
+
+// merged is where the daemon captures the run's change: the overlay mounted again. The
+// store keeps its stat data by path, and the overlay's files have another device than
+// the copy's: captured at the copy's own path, the next restore there would read every
+// file again.
+func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
+
+// capturePath is where the run's change is captured: the overlay's other mount under a
+// quota, else the copy.
+func (b *diskBound) capturePath() string {
+	if b.q != nil {
+		return b.q.merged()
+	}
+	return b.view
+}
+
+// full reports whether q's tmpfs has no room left: the kernel refused a write.
+func (q *quota) full() bool {
+	var st unix.Statfs_t
+	return q != nil && unix.Statfs(q.dir, &st) == nil && (st.Bavail == 0 || st.Ffree == 0)
+}
+
+// unmount drops q's overlay and tmpfs, and with them what the run wrote; again is a no-op.
+func (q *quota) unmount() error {
+	if q == nil {
+		return nil
+	}
+	return errors.Join(unmountStale(q.merged()), unmountStale(q.view), unmountStale(q.dir))
+}
+
+// unmountStale unmounts what is mounted at dir, as a quota left by a daemon that died
+// during a run ahead: writes there would land in its upper layer, not the copy. A link
+// there is never followed.
+func unmountStale(dir string) error {
+	for {
+		switch err := unix.Unmount(dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); {
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM):
+			return nil // nothing (more) mounted there, or none this daemon may have made
+		case err != nil:
+			return err
+		}
+	}
 }

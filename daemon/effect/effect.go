@@ -27,7 +27,10 @@
 //
 // A preview's disk is bounded (bound.go): the copy and the store together may take what
 // the agent's disk budget leaves beside its workspace; a run ahead writing past it is
-// stopped. Approving applies To only while the store holds, under To, the tree whose
+// stopped. Where the daemon may mount (as root) the kernel holds that bound: the run
+// writes into an overlay on the copy whose upper layer is a tmpfs of the room left, so a
+// write past it fails, and unmounting drops it; a watch of the disk is a second wall,
+// and the only one for a daemon that may not mount. Approving applies To only while the store holds, under To, the tree whose
 // root hash the preview recorded (api.Effect.ToRoot).
 package effect
 
@@ -136,9 +139,10 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	case 2*from.Bytes > room:
 		return nil, "", fmt.Errorf("a copy of the workspace (%s) and its checkpoint would not fit in the %s of disk its budget leaves a preview", display.Size(from.Bytes), display.Size(room))
 	}
-	view := filepath.Join(p.opt.Views, env.AgentID)
-	if p.opt.Views == p.opt.Dir {
-		view = filepath.Join(p.opt.Dir, env.AgentID, "view")
+	view := p.viewOf(env.AgentID)
+	bound, err := p.bound(env.AgentID, view, room)
+	if err != nil {
+		return nil, "", err
 	}
 	// A restore keeps the folder's own mode, which the last command may have taken away.
 	if err := errors.Join(os.MkdirAll(view, 0o700), os.Chmod(view, 0o700)); err != nil {
@@ -152,42 +156,43 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	}
 	// What the copy and the store take, counted from what the checkpoints know (a walk
 	// would cost as much as the preview): each file a block at least, and the objects.
-	bound := p.bound(env.AgentID, view, room)
 	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
 	if took > room {
 		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
-			p.putBack(view))
+			bound.putBack())
 	}
+	bound.mountQuota(room - took)
+	defer bound.q.unmount() // after its change is captured, from the overlay
 	ws := env.Workspace
 	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
 	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
 	if bound.over != "" {
-		return nil, "", errors.Join(errors.New(bound.over), p.putBack(view))
+		return nil, "", errors.Join(errors.New(bound.over), bound.putBack())
 	}
 	if runErr != nil {
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
-			p.putBack(view))
+			bound.putBack())
 	}
 	if bound.storeRoom(took) <= 0 {
-		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), p.putBack(view))
+		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), bound.putBack())
 	}
-	to, err := s.CheckpointWithin(ctx, view, bound.storeRoom(took))
+	to, err := s.CheckpointWithin(ctx, bound.capturePath(), bound.storeRoom(took))
 	switch {
 	case err != nil:
-		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), p.putBack(view))
+		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), bound.putBack())
 	case to.Partial:
-		return nil, "", errors.Join(fmt.Errorf("its change cannot be captured whole: %s", to.Problem()), p.putBack(view))
+		return nil, "", errors.Join(fmt.Errorf("its change cannot be captured whole: %s", to.Problem()), bound.putBack())
 	}
 	d, err := s.Diff(ctx, from.ID, to.ID)
 	if err != nil {
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
 	if err := inHelpers(ctx, s, d); err != nil {
-		return nil, "", errors.Join(err, p.putBack(view))
+		return nil, "", errors.Join(err, bound.putBack())
 	}
 	if err := deniedIn(d, view, env.Profile.Paths); err != nil {
-		return nil, "", errors.Join(err, p.putBack(view))
+		return nil, "", errors.Join(err, bound.putBack())
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
 		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
@@ -242,16 +247,12 @@ func deniedIn(d *checkpoint.Diff, view string, rules commands.PathRules) error {
 	return fmt.Errorf("its change is not applied, as it changes %s: approving runs the command itself, and what it writes there is put back after", strings.Join(what, "; "))
 }
 
-// putBack removes the copy after a run ahead that leaves nothing to apply, so what it
-// wrote does not sit on the disk until the next preview, which makes the copy afresh.
-// It is removed, not restored: a restore would first capture what the run wrote into the
-// store, past the bound the run was held to (sparse files take no blocks in the copy but
-// their whole size in the store). The error says only what could not be cleaned up.
-func (p *Previews) putBack(view string) error {
-	if err := checkpoint.RemoveTree(filepath.Dir(view), filepath.Base(view)); err != nil {
-		return fmt.Errorf("(what it wrote in the copy could not be removed: %w)", err)
+// viewOf is agentID's copy of its workspace.
+func (p *Previews) viewOf(agentID string) string {
+	if p.opt.Views == p.opt.Dir {
+		return filepath.Join(p.opt.Dir, agentID, "view")
 	}
-	return nil
+	return filepath.Join(p.opt.Views, agentID)
 }
 
 // ErrStale wraps Apply's error when the workspace changed since the preview: nothing
@@ -321,7 +322,7 @@ func (p *Previews) Forget(agentID string) error {
 	if s != nil {
 		s.Close()
 	}
-	var errs []error
+	errs := []error{(&quota{view: p.viewOf(agentID), dir: filepath.Join(p.opt.Dir, agentID, "quota")}).unmount()}
 	for _, dir := range []string{p.opt.Views, p.opt.Dir} {
 		if _, err := os.Lstat(filepath.Join(dir, agentID)); err == nil {
 			errs = append(errs, checkpoint.RemoveTree(dir, agentID))

@@ -15,6 +15,11 @@ type Round struct {
 	// Helping: the started proposal waits for a helper agent, whose end delivers its
 	// result; a started proposal neither a question nor helped lost its result.
 	Helping bool
+	// Rerun: the pending proposal's effect preview ran ahead in the policy's bounded
+	// profile and was dropped for a person's (bounded_preview_asked), and its run ahead
+	// again in their profile has not come in: not begun yet, or cut short by a pause or
+	// a restart. Read for a paused agent too, whose proposal a person may be deciding.
+	Rerun bool
 	// Over is the budgets' one verdict: the budget that ran out, in its scope; nil
 	// while every budget holds.
 	Over *Over
@@ -66,10 +71,14 @@ const (
 	AskModel Then = "ask_model" // ask the model for the next proposal
 	Weigh    Then = "weigh"     // weigh the pending proposal against the policy, in a write
 	RunIt    Then = "run"       // start the approved proposal: run its command, or ask its question
+	// RunAhead runs the pending proposal ahead again in a person's profile (Round.Rerun)
+	// and asks them on what that gives (preview_rerun), paused or not; a pause or a
+	// restart before it is in leaves the proposal as it was, to run ahead on resume.
+	RunAhead Then = "run_ahead"
 )
 
 // Thens lists what a loop may do next; the runner's loop handles each.
-var Thens = []Then{EndLoop, Wait, Again, AskModel, Weigh, RunIt}
+var Thens = []Then{EndLoop, Wait, Again, AskModel, Weigh, RunIt, RunAhead}
 
 // NoEvent is a move's event when the round changes nothing before what the loop does.
 const NoEvent Kind = ""
@@ -87,11 +96,14 @@ type Move struct {
 // agent on and what the loop does after it. It is pure, like Next; the runner applies
 // the event through the cycle and does what Then says, nothing else.
 func NextMove(r Round) Move {
+	if r.Over != nil && (r.Over.cuts() || r.Proposal == None) && Active(r.Agent) {
+		return Move{r.Over.Event(), Again}
+	}
+	if r.Rerun && r.Proposal == Pending && (Active(r.Agent) || r.Agent == Paused) {
+		return Move{NoEvent, RunAhead} // before it is weighed: a person decides it, on that run
+	}
 	if !Active(r.Agent) {
 		return Move{NoEvent, EndLoop}
-	}
-	if r.Over != nil && (r.Over.cuts() || r.Proposal == None) {
-		return Move{r.Over.Event(), Again}
 	}
 	switch r.Proposal {
 	case None:

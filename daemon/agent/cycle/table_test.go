@@ -116,6 +116,9 @@ func Rounds() []Round {
 	for _, a := range AgentStates[:len(AgentStates)-1] { // RunOver is no agent's own state
 		if !Active(a) {
 			out = append(out, Round{Agent: a}) // no loop works for it, whatever else holds
+			if a == Paused {                   // but a preview to run again in a person's profile
+				out = append(out, Round{Agent: a, Proposal: Pending, Rerun: true})
+			}
 			continue
 		}
 		for _, p := range OpenStatuses {
@@ -151,6 +154,8 @@ func roundsOf(a AgentState, p ProposalStatus) []Round {
 		for _, v := range []Verdict{Allow, Ask, Refuse} {
 			add(func(r *Round) { r.Verdict = v })
 		}
+		add(func(r *Round) { r.Rerun = true })
+		add(func(r *Round) { r.Rerun, r.Over = true, &Over{Scope: RunScope, Budget: TimeBudget} })
 	case Started:
 		add(func(r *Round) { r.Question = true })
 		add(func(r *Round) { r.Helping = true })
@@ -163,7 +168,7 @@ func (r Round) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.Question, "question"}, {r.Previewed, "previewed"}, {r.Helping, "helping"}} {
+	}{{r.Question, "question"}, {r.Previewed, "previewed"}, {r.Helping, "helping"}, {r.Rerun, "rerun"}} {
 		if f.on {
 			flags = append(flags, f.name)
 		}

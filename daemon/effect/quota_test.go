@@ -1,0 +1,132 @@
+package effect
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentd/agentd/commands/shell"
+)
+
+// quotaMounted is b with its quota of size bytes mounted, skipping where the daemon may
+// not mount one (not root): there the watch alone bounds a run ahead.
+func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
+	t.Helper()
+	view := filepath.Join(f.dir, "a-1", "view")
+	if err := os.MkdirAll(view, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.p.bound("a-1", view, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.mountQuota(size)
+	if b.q == nil {
+		t.Skipf("no quota here (euid %d): a run ahead is bounded by the watch alone", os.Geteuid())
+	}
+	t.Cleanup(func() { b.q.unmount() })
+	return b
+}
+
+// mountsUnder lists what is mounted under dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// Under the quota the kernel stops a writer at the room: a write past it fails with
+// ENOSPC, however fast it comes and whatever the watch sees, so the disk never holds
+// more than the room of what it wrote; the copy itself is never written, and unmounting
+// drops what the run wrote.
+func TestTheQuotaStopsAWriterAtTheRoomAndKeepsNothing(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	const room = 1 << 20
+	b := quotaMounted(t, f, room)
+	out, err := os.Create(filepath.Join(b.view, "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	var wrote int64
+	for wrote < 64<<20 {
+		n, err := out.Write(chunk)
+		wrote += int64(n)
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("the write past the room failed with %v, want ENOSPC", err)
+			}
+			break
+		}
+	}
+	out.Close()
+	if wrote > room || wrote < room/2 {
+		t.Errorf("the writer wrote %d bytes under a %d-byte quota, want it stopped at the room", wrote, room)
+	}
+	if !b.q.full() {
+		t.Error("the quota does not say it is full after the kernel refused a write")
+	}
+	if err := b.q.unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(b.view, "big.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("what the writer wrote is in the copy after the quota went (%v)", err)
+	}
+	if m := mountsUnder(t, f.dir); len(m) > 0 {
+		t.Errorf("still mounted after unmount: %v", m)
+	}
+}
+
+// A run ahead that writes past its room under the quota is stopped and told why, as the
+// watch would: no preview, nothing kept in the copy, nothing left mounted, and the
+// workspace untouched. Its writes never reached the disk past the room (the test above).
+func TestARunAheadPastItsRoomUnderTheQuotaGetsNoPreviewSayingWhy(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
+	before := tree(t, f.ws)
+	f.room = 2 << 20
+	eff, _ := f.run(t, "head -c 67108864 /dev/zero > big.bin; echo the writer went on")
+	if eff.Appliable() || !strings.Contains(eff.None, "its run ahead wrote past the 2 MiB") || !strings.Contains(eff.None, "it was stopped") {
+		t.Fatalf("preview: %+v, want no preview saying the run ahead wrote past the room and was stopped", eff)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, "a-1", "view", "big.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("what the run ahead wrote is in the copy (%v)", err)
+	}
+	if m := mountsUnder(t, f.dir); len(m) > 0 {
+		t.Errorf("still mounted after the preview: %v", m)
+	}
+	if after := tree(t, f.ws); after != before {
+		t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A quota a daemon that died during a run ahead left mounted is dropped before the next
+// preview writes its copy: the preview shows the change of its own command only, and
+// leaves nothing mounted.
+func TestAQuotaLeftMountedByADeadDaemonIsDroppedFirst(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	b := quotaMounted(t, f, 1<<20)
+	if err := os.WriteFile(filepath.Join(b.view, "stale.txt"), []byte("left by the dead run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eff, diff := f.run(t, "echo three >> notes.txt")
+	if !eff.Appliable() || eff.Summary != "changes 1 file (+1 −0)" || strings.Contains(diff, "stale") {
+		t.Fatalf("preview after a stale quota: %+v\n%s\nwant only the command's own change", eff, diff)
+	}
+	if m := mountsUnder(t, f.dir); len(m) > 0 {
+		t.Errorf("still mounted after the preview: %v", m)
+	}
+}
