@@ -61,6 +61,9 @@ type takenAhead struct {
 	diff     *checkpoint.Diff
 	err      error
 	putBack  string // at an end, what putBack put back for the deny rules
+	// unchecked: at an end, what the second wall could not check or put back (putBack);
+	// the agent pauses for a person
+	unchecked string
 }
 
 // defaultKeepSteps is CheckpointOptions.KeepSteps when unset.
@@ -207,9 +210,11 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	if err == nil {
 		t.info, t.err = k.take(a, keep)
 	}
-	if t.err == nil && end {
-		s, _ := k.storeOf(a.ID) // take opened it
-		t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
+	if end && a != nil {
+		s, _ := k.storeOf(a.ID) // take opened it, or t.err says why not
+		if t.err == nil {
+			t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
+		}
 		putBack(ctx, s, a.Workspace, rules, rulesErr, checkpoint.ID(before), &t)
 	}
 	k.mu.Lock()
@@ -297,7 +302,7 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	}
 	if t.err != nil {
 		row.Notice = "what this step changed is not known: " + t.err.Error()
-		return row.Notice, errors.Join(tx.InsertStepCheckpoint(row), endExactGrants(tx, p.AgentID, p, step+", whose change is not known"))
+		return changeLine("", row, t.putBack), errors.Join(tx.InsertStepCheckpoint(row), endExactGrants(tx, p.AgentID, p, step+", whose change is not known"))
 	}
 	d := t.diff
 	row.After, row.Files, row.Added, row.Removed = uint64(t.info.ID), d.Files+d.Folders, d.Added, d.Removed

@@ -179,7 +179,7 @@ var Kinds = []Kind{
 // start, start_apply, succeeded, failed and late_end that kind again with Writes set (a
 // step that may change the workspace is checkpointed before it runs and its change
 // recorded when it ends; a read-only one, a read or the bounded profile's read-only
-// workspace, is not).
+// workspace, is not), and after succeeded and failed with Writes, with Unchecked too.
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
@@ -187,6 +187,9 @@ func Events() []Event {
 		switch k {
 		case Start, StartApply, Succeed, Fail, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
+		}
+		if k == Succeed || k == Fail {
+			evs = append(evs, Event{Kind: k, Writes: true, Unchecked: true})
 		}
 	}
 	return evs
@@ -206,6 +209,11 @@ type Event struct {
 	// clone… not a read-only command or the bounded profile's read-only workspace): on
 	// Start a checkpoint is taken first, and on its end the change is recorded.
 	Writes bool
+	// Unchecked, on the end of a step that Writes, says what the step wrote could not be
+	// checked against the agent's write-deny rules, or put back where they deny it (a
+	// folder the checkpoints could not capture, an end checkpoint that failed): the
+	// agent pauses for a person to look (Reason says what).
+	Unchecked bool
 }
 
 // EffectKind names an effect.

@@ -330,7 +330,10 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		}
 		t.proposal(status, true)
 		t.effect(RecordEpisode)
-		if a == Executing {
+		switch {
+		case act && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on
+			t.agent(Paused)
+		case a == Executing:
 			t.agent(Thinking)
 		}
 	case Finish:
