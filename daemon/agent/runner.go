@@ -389,8 +389,9 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 				return nil // changed meanwhile: the next round sees it
 			}
 			ev = settleEvent(cur, p, k)
+			ev.Writes = k == cycle.ResultLost && r.s.checkpoints.took(tx, p) // its change is recorded as not known
 		}
-		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}
+		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish, ckpt: r.s.checkpoints}
 		if res, err := apply(tx, c); err != nil || !res.moved {
 			return err
 		}

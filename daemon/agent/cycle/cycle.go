@@ -176,16 +176,16 @@ var Kinds = []Kind{
 }
 
 // Events lists every event the table tells apart: each kind in Kinds' order, and after
-// start, start_apply, succeeded, failed and late_end that kind again with Writes set (a
-// step that may change the workspace is checkpointed before it runs and its change
-// recorded when it ends; a read-only one, a read or the bounded profile's read-only
-// workspace, is not).
+// start, start_apply, succeeded, failed, result_lost, recovered, recovered_idempotent
+// and late_end that kind again with Writes set (a step that may change the workspace is
+// checkpointed before it runs and its change recorded when it ends, or when its end is
+// lost; a read-only one, a read or the bounded profile's read-only workspace, is not).
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
 		evs = append(evs, Event{Kind: k})
 		switch k {
-		case Start, StartApply, Succeed, Fail, LateEnd:
+		case Start, StartApply, Succeed, Fail, ResultLost, Recovered, RecoveredIdempotent, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
 		}
 	}
@@ -204,7 +204,8 @@ type Event struct {
 	Detail string
 	// Writes says the step may change the workspace (a write, a shell or python run, a
 	// clone… not a read-only command or the bounded profile's read-only workspace): on
-	// Start a checkpoint is taken first, and on its end the change is recorded.
+	// Start a checkpoint is taken first, and on its end the change is recorded — on a
+	// result the store lost or a restart found started too, as a change not known.
 	Writes bool
 }
 
