@@ -131,7 +131,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.recordEpisode = episodeRecorder{history: s.episodeHistory, counters: s.stepCounters, memory: s.memoryService}.record
-	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
+	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick, checkpointsOn: func() bool { return s.checkpoints.on() }}
 	s.auditLog = &auditLog{st: s.st}
 	s.checkpoints = &checkpoints{opt: opt.Checkpoints, rules: func(tx *store.Tx, a *store.Agent) (commands.PathRules, error) { return deniedRules(s.live(), tx, a) }}
 	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {

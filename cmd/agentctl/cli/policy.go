@@ -137,6 +137,9 @@ func (a policyVerbs) printPolicy(v *api.PolicyView, grants []api.Grant) error {
 			return err
 		}
 	}
+	for _, w := range v.Warnings {
+		a.note("warning: %s", w)
+	}
 	return a.printGrants(grants)
 }
 
