@@ -427,7 +427,7 @@ func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	if !k.on() {
 		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound, " +
-			"a y! on a program line binds only the files the line names, not the workspace it runs in, and write-deny rules have no second wall " +
+			"a y! on a program line ends at the start of any other step that may change the workspace (no change is seen), and write-deny rules have no second wall " +
 			"(a write the sandbox's read-only binds miss, such as a file new under write_file(*.toml), is not put back)",
 			Fix: "set [checkpoints] enabled = true in the config"}}
 	}

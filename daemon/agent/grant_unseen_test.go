@@ -102,7 +102,7 @@ func TestExactGrantOfAHelperEndsWhenItsParentChangesTheHelpersFolder(t *testing.
 	h, b := newHelperHarness(t, withPython, withCheckpoints)
 	run := reply("execute_python_file", map[string]string{"path": "check.py"})
 	b.script("tester",
-		reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "run the check"}), // 1 y
+		reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "run the check"}),     // 1 y
 		reply("write_file", map[string]string{"path": "agents/a/lib/helper.py", "contents": evilHelper}), // 2 the pattern approves it
 		reply("message_agent", map[string]string{"key": "a", "message": "run the check again"}),          // 3 y
 	)
