@@ -97,9 +97,19 @@ func exactGrantEndsOnALostEnd(t *testing.T, step2, endedBy string) {
 
 // A helper's workspace sits in its parent's folder agents/NAME: a y! given on the helper
 // ends once its parent rewrites what the helper's line imports there, and the helper's
-// next run of the line asks.
+// next run of the line asks. With checkpoints off the parent's write ends it all the
+// same, as it starts.
 func TestExactGrantOfAHelperEndsWhenItsParentChangesTheHelpersFolder(t *testing.T) {
-	h, b := newHelperHarness(t, withPython, withCheckpoints)
+	t.Run("checkpoints_on", func(t *testing.T) {
+		helpersExactGrantEndsOnParentsChange(t, "step 2 (write_file), which changed the workspace", withCheckpoints)
+	})
+	t.Run("checkpoints_off", func(t *testing.T) {
+		helpersExactGrantEndsOnParentsChange(t, "step 2 (write_file), whose change is not known: checkpoints are off")
+	})
+}
+
+func helpersExactGrantEndsOnParentsChange(t *testing.T, endedBy string, opts ...func(*Options)) {
+	h, b := newHelperHarness(t, append([]func(*Options){withPython}, opts...)...)
 	run := reply("execute_python_file", map[string]string{"path": "check.py"})
 	b.script("tester",
 		reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "run the check"}),     // 1 y
@@ -146,15 +156,20 @@ func TestExactGrantOfAHelperEndsWhenItsParentChangesTheHelpersFolder(t *testing.
 			t.Errorf("the helper's step %d %s ran unasked under its y! %s after its parent rewrote agents/a/lib/helper.py", e.Step, e.Command, d.Grant)
 		}
 	}
-	if got, want := h.revokedBy(a.Name), "step 2 (write_file), which changed the workspace"; got != want {
-		t.Errorf("the helper's grant was revoked by %q, want %q", got, want)
+	if got := h.revokedBy(a.Name); got != endedBy {
+		t.Errorf("the helper's grant was revoked by %q, want %q", got, endedBy)
 	}
 }
 
 // And the other way: a helper's step that changes what its parent's y! line imports (a
 // file in agents/NAME) ends the parent's y!.
 func TestExactGrantOfAParentEndsWhenItsHelperChangesItsOwnFolder(t *testing.T) {
-	h, b := newHelperHarness(t, withPython, withCheckpoints)
+	t.Run("checkpoints_on", func(t *testing.T) { parentsExactGrantEndsOnHelpersChange(t, withCheckpoints) })
+	t.Run("checkpoints_off", func(t *testing.T) { parentsExactGrantEndsOnHelpersChange(t) })
+}
+
+func parentsExactGrantEndsOnHelpersChange(t *testing.T, opts ...func(*Options)) {
+	h, b := newHelperHarness(t, append([]func(*Options){withPython}, opts...)...)
 	run := reply("execute_python_file", map[string]string{"path": "check.py"})
 	b.script("tester",
 		run, // 1 asks: y!
