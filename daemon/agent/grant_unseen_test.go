@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -204,5 +205,35 @@ func parentsExactGrantEndsOnHelpersChange(t *testing.T, opts ...func(*Options)) 
 	h.approvedBy(boss.ID)
 	if p.Step != 3 || p.Command != "execute_python_file" {
 		t.Fatalf("pending is step %d %s, want step 3, check.py asked again after the helper rewrote agents/a/helper.py (it ran unasked under %s)", p.Step, p.Command, d.Grant)
+	}
+}
+
+// The same holds when the loop finds its step still started with nothing running (a
+// result the store could not take): result_lost records the change as not known.
+func TestExactGrantEndsOnAStepWhoseResultWasLost(t *testing.T) {
+	h := newHarness(t, withPython, withCheckpoints)
+	h.fake.Script(
+		reply("execute_python_file", map[string]string{"path": "check.py"}),                     // 1 asks: y!
+		reply("write_file", map[string]string{"path": "lib/helper.py", "contents": evilHelper}), // 2 asks; its result is lost
+	)
+	a := h.createPlanted(plantCheckImportingHelper)
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y!"); err != nil {
+		t.Fatal(err)
+	}
+	p := h.waitFor(a.ID, "step 2", func(v *api.Agent) bool { return v.Pending != nil && v.Pending.Step == 2 }).Pending
+	h.startedAtCrash(p, func(tx *store.Tx) error {
+		return tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: a.ID, RunID: p.RunID, Step: p.Step, Kind: store.CheckpointStep, Before: 1})
+	})
+	ctx := context.Background()
+	var f *facts
+	if err := h.st.View(ctx, func(tx *store.Tx) (err error) { f, err = readRound(h.sup, tx, a.ID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{s: h.sup, id: a.ID}
+	if err := r.setState(ctx, f, cycle.ResultLost); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.revokedBy(a.Name), "step 2 (write_file), whose change is not known"; got != want {
+		t.Errorf("after the lost result the grant was revoked by %q, want %q", got, want)
 	}
 }
