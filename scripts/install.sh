@@ -40,6 +40,9 @@ if [ "$mode" = system ] && [ -z "$dest" ] && [ "$(id -u)" != 0 ]; then
 fi
 
 ensure_go
+# agentd runs shell and python commands only in its sandbox; a DESTDIR install (a
+# package's, a test's) installs nothing on this machine.
+[ -n "$dest" ] || ensure_sandbox
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 # The same flags as run.sh and test.sh: what they compiled is reused, not compiled again.

@@ -136,6 +136,17 @@ apt_install() {
 	quietly install.log as_root apt-get install -y -qq "${missing[@]}"
 }
 
+# ensure_sandbox: bubblewrap, without which agentd refuses every execute_shell and
+# execute_python_file command, and slirp4netns, which a sandbox granted the network needs.
+# Never fatal (no root, no sudo, no apt): it says what is missing and what that costs, and
+# apt_install's own die ends only its subshell.
+ensure_sandbox() {
+	command -v bwrap >/dev/null 2>&1 || (apt_install bubblewrap) ||
+		say "bubblewrap not installed: agentd refuses shell and python commands until it is (apt-get install bubblewrap)"
+	command -v slirp4netns >/dev/null 2>&1 || (apt_install slirp4netns) ||
+		say "slirp4netns not installed: agentd refuses shell and python commands granted the network until it is (apt-get install slirp4netns)"
+}
+
 go_ok() {
 	command -v go >/dev/null 2>&1 || return 1
 	local v; v=$(go env GOVERSION 2>/dev/null) || return 1

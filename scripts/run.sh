@@ -66,6 +66,7 @@ MODEL=${AGENTD_MODEL:-qwen2.5:3b}
 prune >/dev/null # forget what an earlier run.sh started that has stopped since
 ensure_go
 ensure_build_deps
+ensure_sandbox # the demo agent's shell commands run in it
 
 # started NAME PID records a process run.sh started, for `scripts/run.sh stop`.
 started() { echo "$1 $2" >>"$PIDS"; }

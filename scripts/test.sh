@@ -32,9 +32,7 @@ mkdir -p "$AGENTD_LOGS"
 
 ensure_go
 ensure_build_deps
-command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap not installed: sandbox tests will skip"
-# A sandbox granted the network gets a namespace of its own through slirp4netns.
-command -v slirp4netns >/dev/null 2>&1 || apt_install slirp4netns || say "slirp4netns not installed: network sandbox tests will skip"
+ensure_sandbox # without it the sandbox tests skip
 # The web console's browser tests drive Debian's Chromium (daemon/web); under CI=true
 # they fail without it, elsewhere they skip.
 command -v chromium >/dev/null 2>&1 || apt_install chromium || say "chromium not installed: the web console's browser tests will skip"

@@ -88,6 +88,8 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 		defer os.RemoveAll(home)
 	} else if v.binds, err = e.box.prepare(ws); err != nil {
 		return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+	} else if prof.Bounded { // git runs no program the repository names
+		v.git = e.box.gitFor()
 	}
 	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
 	if err != nil {
@@ -98,7 +100,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	extra, err := e.box.files()
+	extra, err := e.box.files(v)
 	if err != nil {
 		net.end()
 		return nil, fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)

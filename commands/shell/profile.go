@@ -22,9 +22,11 @@ const sandboxHome = "/home/sandbox"
 // boundedGitConfig are git settings given in its command-line scope, which no
 // repository's config overrides, for a bounded run: every single-valued key that names a
 // program git runs is set to one that runs nothing the agent chose, however git found the
-// repository (a .git folder, a gitfile, commondir, a worktree, a nested repository). What
-// a key of a name the agent picks runs (filter.NAME.clean, diff.NAME.textconv) is bounded
-// by the profile itself: a read-only workspace and no network.
+// repository (a .git folder, a gitfile, commondir, a worktree, a nested repository). The
+// drivers a repository names itself (filter.NAME.clean, diff.NAME.textconv,
+// merge.NAME.driver), and diff.external, which set to anything runs (or fails) every git
+// diff, are the bounded run's git's to set off where the config names them (gitbound.sh);
+// git reads no system config, and no global one.
 var boundedGitConfig = [][2]string{
 	{"safe.bareRepository", "explicit"},
 	{"core.fsmonitor", "false"},
@@ -37,10 +39,11 @@ var boundedGitConfig = [][2]string{
 	{"core.askPass", "false"},
 	{"core.alternateRefsCommand", "false"},
 	{"credential.helper", ""},
-	{"diff.external", "false"},
 	{"gpg.program", "false"},
 	{"gpg.ssh.program", "false"},
 	{"gpg.x509.program", "false"},
+	{"gpg.ssh.defaultKeyCommand", "false"},
+	{"interactive.diffFilter", "cat"},
 	{"protocol.allow", "never"},
 	// A repository's protocol.NAME.allow overrides protocol.allow, but not these; and
 	// GIT_ALLOW_PROTOCOL (env) overrides both, so no transport runs a program it names.
@@ -54,7 +57,7 @@ var boundedGitConfig = [][2]string{
 // boundedEnv are the variables of a bounded run: git's settings above, and python
 // without the current or the script's folder on its import path (`python3 -m json.tool`
 // would import a json/ package the agent wrote).
-var boundedEnv = append(gitConfigEnv(boundedGitConfig), "PYTHONSAFEPATH=1")
+var boundedEnv = append(gitConfigEnv(boundedGitConfig), "GIT_CONFIG_NOSYSTEM=1", "PYTHONSAFEPATH=1")
 
 // maxDenyWalk bounds the entries looked at to find the paths the rules deny; a workspace
 // with more under the rules' folders cannot be checked, and the command is refused.

@@ -25,7 +25,7 @@ func runAs(t testing.TB, c commands.Command, ws string, p commands.Profile, line
 }
 
 // gitRepo makes a repository at dir (inside ws or not) with one committed file.
-func gitRepo(t *testing.T, dir string) {
+func gitRepo(t testing.TB, dir string) {
 	t.Helper()
 	os.MkdirAll(dir, 0o755)
 	for _, args := range [][]string{{"init", "-q", "."}, {"-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x"}} {

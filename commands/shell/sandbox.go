@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,8 +40,9 @@ type sandbox struct {
 	asRoot bool   // agentd runs as root: setpriv drops to o.UID/o.GID, no user namespace
 	reason string // mode auto without a working sandbox: why, and the commands refuse to run
 	hide   []string
-	slirp  string // slirp4netns, when the network is granted and it works here
-	netErr error  // the network is granted and slirp4netns is missing or fails: runs with it refuse
+	slirp  string                   // slirp4netns, when the network is granted and it works here
+	netErr error                    // the network is granted and slirp4netns is missing or fails: runs with it refuse
+	git    atomic.Pointer[boundGit] // the host's git, once found: gitFor
 }
 
 // newSandbox picks the sandbox o asks for, probing it once per configuration.
@@ -189,7 +191,7 @@ func (s *sandbox) runProbe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	argv := s.wrap("", view{offline: true}, []string{"/bin/cat", "/proc/self/status"}) // the network is probeNet's
-	extra, err := s.files()
+	extra, err := s.files(view{})
 	if err != nil {
 		return err
 	}
@@ -211,17 +213,42 @@ func (s *sandbox) runProbe() error {
 	return nil
 }
 
-// files are the descriptors bwrap is given for a run: the seccomp filter, when there is
-// one. None unsandboxed.
-func (s *sandbox) files() ([]*os.File, error) {
-	if s.bwrap == "" || seccompArch == 0 {
+// files are the descriptors bwrap is given for a run as v shows it: the seccomp filter,
+// when there is one, and a bounded run's git (boundGit.files). None unsandboxed.
+func (s *sandbox) files(v view) ([]*os.File, error) {
+	if s.bwrap == "" {
 		return nil, nil
 	}
-	f, err := seccompFile()
-	if err != nil {
-		return nil, err
+	var out []*os.File
+	if seccompArch != 0 {
+		f, err := seccompFile()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
 	}
-	return []*os.File{f}, nil
+	if v.git.real != "" {
+		g, err := v.git.files(!v.readOnly)
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		out = append(out, g...)
+	}
+	return out, nil
+}
+
+// gitFor is how a bounded run reaches git: found once, and looked for again by each run
+// while it is not installed, so that one installed later is bounded too.
+func (s *sandbox) gitFor() boundGit {
+	if g := s.git.Load(); g != nil {
+		return *g
+	}
+	g := findGit()
+	if g.real != "" {
+		s.git.Store(&g)
+	}
+	return g
 }
 
 // checkConfined reads a /proc/PID/status and says what, if anything, is not confined.

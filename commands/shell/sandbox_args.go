@@ -15,8 +15,9 @@ import (
 type view struct {
 	binds
 	denied
-	readOnly bool // the workspace is bound read-only: a bounded run without +write
-	offline  bool // no network, whatever the options grant: a bounded run
+	git      boundGit // a bounded run's: git reached through the script (zero: none)
+	readOnly bool     // the workspace is bound read-only: a bounded run without +write
+	offline  bool     // no network, whatever the options grant: a bounded run
 	// at is where the programs see the workspace, when not at its own path (an effect
 	// preview's copy, bound where the workspace it copies is).
 	at string
@@ -92,8 +93,16 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 	a = append(a, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
 		"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm",
 		"--perms", "1777", "--size", tmp, "--tmpfs", sandboxHome)
+	fd := 3 // the first of the files, in their order
+	if seccompArch != 0 {
+		fd++
+	}
+	if v.git.real != "" {
+		a = v.git.args(a, bound, fd)
+		fd += len(v.git.over)
+	}
 	if s.online(v) {
-		a = netArgs(a, bound)
+		a = netArgs(a, bound, fd)
 	}
 	bound = append(bound, s.o.ReadOnlyPaths...)
 	for _, p := range s.o.ReadOnlyPaths {

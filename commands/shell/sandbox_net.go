@@ -56,7 +56,7 @@ func (s *sandbox) probeNet() error {
 		if err != nil {
 			return err
 		}
-		extra, err := s.files()
+		extra, err := s.files(view{})
 		if err != nil {
 			net.end()
 			return err
@@ -82,19 +82,10 @@ func (s *sandbox) probeNet() error {
 // online reports whether a run seen as v has the network: granted, and not taken away.
 func (s *sandbox) online(v view) bool { return s.bwrap != "" && s.o.Network && !v.offline }
 
-// netFD is the first descriptor of a network run's: after the seccomp filter, if any.
-func netFD() int {
-	if seccompArch != 0 {
-		return 4
-	}
-	return 3
-}
-
 // netArgs are bwrap's arguments for a run with the network: where it says the sandbox's
 // pid, what it waits on before the program starts, and the resolv.conf it shows, in the
-// order of netRun.files.
-func netArgs(a, bound []string) []string {
-	fd := netFD()
+// order of netRun.files, from descriptor fd (after the others the run is given).
+func netArgs(a, bound []string, fd int) []string {
 	a = append(a, "--info-fd", strconv.Itoa(fd), "--block-fd", strconv.Itoa(fd+1))
 	if at := resolvConfAt(); at != "" {
 		a = append(dirsTo(a, at, bound), "--perms", "0444", "--ro-bind-data", strconv.Itoa(fd+2), at)
@@ -163,18 +154,12 @@ func (s *sandbox) newNetRun(v view) (*netRun, error) {
 	}
 	n.info, n.block, n.files = infoR, blockW, []*os.File{infoW, blockR}
 	if resolvConfAt() != "" {
-		dnsR, dnsW, err := os.Pipe()
+		dns, err := dataPipe([]byte(sandboxDNS))
 		if err != nil {
 			n.close()
 			return nil, err
 		}
-		_, err = dnsW.WriteString(sandboxDNS) // a pipe holds it: bwrap reads it later
-		dnsW.Close()
-		n.files = append(n.files, dnsR)
-		if err != nil {
-			n.close()
-			return nil, err
-		}
+		n.files = append(n.files, dns)
 	}
 	return n, nil
 }

@@ -73,11 +73,18 @@ func seccompFile() (*os.File, error) {
 	if seccompArch == 0 {
 		return nil, nil
 	}
+	return dataPipe(seccompFilter()) // a few hundred bytes
+}
+
+// dataPipe returns the read end of a pipe holding b, its write end closed, for bwrap to
+// read when it builds the sandbox (--seccomp, --ro-bind-data). b must fit in the pipe's
+// buffer (64 KiB on Linux), as nothing reads it meanwhile.
+func dataPipe(b []byte) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	_, err = w.Write(seccompFilter()) // a few hundred bytes: within the pipe's buffer
+	_, err = w.Write(b)
 	w.Close()
 	if err != nil {
 		r.Close()

@@ -157,7 +157,7 @@ const programPath = "/usr/local/bin:/usr/bin:/bin"
 // fixedEnv are the variables agentd sets itself; PassEnv may not name them.
 // The GIT_CONFIG_* variables (GIT_CONFIG_KEY_N…) are agentd's too, whatever their number.
 var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GOENV", "LESSKEYIN", "LESSKEY",
-	"PYTHONNOUSERSITE", "PYTHONSAFEPATH", "GIT_ALLOW_PROTOCOL"}
+	"PYTHONNOUSERSITE", "PYTHONSAFEPATH", "GIT_ALLOW_PROTOCOL", "GIT_CONFIG_NOSYSTEM"}
 
 // homeConfigOff keeps programs from reading code-running settings from wherever they
 // look besides HOME (an empty folder of the run's own): go's env file (GOFLAGS=-toolexec=…,

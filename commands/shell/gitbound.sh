@@ -1,0 +1,102 @@
+# agentd's git in a bounded run: bound over git in the sandbox, it runs the real one
+# (real, above) so that git runs no program the repository's config names. A pattern
+# approved this command, not a person.
+#
+# The drivers .gitattributes selects by a name of the repository's choosing (filter.NAME.
+# clean/smudge/process, diff.NAME.textconv/command, merge.NAME.driver) and the archive
+# formats git archive --format picks (tar.NAME.command) cannot be set off by a fixed list:
+# this asks the real git which the config it will read defines (includes, worktree config
+# and a nested repository's own alike) and gives git, in its command-line scope that no
+# repository overrides, a value for each that runs none of them. The keys that are one for
+# every repository (core.fsmonitor, core.hooksPath, ...) are set already, in the
+# environment. A manual page is refused: its viewers are a list (man.viewer) the
+# repository's entries head, which no later setting takes back.
+refuse_help() {
+	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
+	exit 128
+}
+k=0 value=
+for a; do
+	if [ -n "$value" ]; then
+		value= k=$((k + 1))
+		continue
+	fi
+	case $a in
+	-c | -c* | --config-env | --config-env=* | --exec-path=*)
+		echo "agentd: a bounded git takes no $a: settings given on its command line would outrank the ones that keep the repository's programs from running. Approve the command yourself (y)." >&2
+		exit 128
+		;;
+	-C | --git-dir | --work-tree | --namespace | --super-prefix) value=1 ;;
+	--help) refuse_help ;;
+	-*) ;;
+	*) break ;;
+	esac
+	k=$((k + 1))
+done
+
+# subcommand ARGS...: whether git's subcommand and its first argument ask for a manual page.
+manual() {
+	shift "$k"
+	[ "${1-}" = help ] || [ "${2-}" = --help ]
+}
+if manual "$@"; then
+	refuse_help
+fi
+
+# scan N ARGS...: the driver keys the config of the repository ARGS's first N (git's own
+# options: -C, --git-dir...) lead to defines, one a line.
+scan() {
+	n=$1
+	shift
+	all=$# i=0
+	for a; do
+		[ "$i" -lt "$n" ] && set -- "$@" "$a"
+		i=$((i + 1))
+	done
+	shift "$all"
+	"$real" "$@" config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external)$'
+}
+keys=$(scan "$k" "$@")
+case $? in
+0 | 1) ;; # 1: none
+*)
+	echo "agentd: a bounded git cannot read this repository's config (above), so cannot keep the programs it names from running: fix the config, or approve the command yourself (y)." >&2
+	exit 128
+	;;
+esac
+
+n=${GIT_CONFIG_COUNT:-0}
+set_key() {
+	export "GIT_CONFIG_KEY_$n=$1" "GIT_CONFIG_VALUE_$n=$2"
+	n=$((n + 1))
+}
+while IFS= read -r key; do
+	case $key in
+	filter.*) # no filter: the content as it is
+		set_key "${key%.*}.clean" ""
+		set_key "${key%.*}.smudge" ""
+		set_key "${key%.*}.process" ""
+		set_key "${key%.*}.required" false
+		;;
+	diff.*.textconv) set_key "$key" cat ;; # the text as it is
+	diff.*.command | diff.external) # set only where the config names one: a git diff runs it
+		set_key "$key" 'echo "agentd: a bounded git runs no external diff (diff.external, diff.NAME.command): add --no-ext-diff" >&2; false'
+		;;
+	merge.*.driver)
+		set_key "$key" 'echo "agentd: a bounded git runs no merge.NAME.driver: the file is left in conflict" >&2; false'
+		;;
+	tar.*.command)
+		set_key "$key" 'echo "agentd: a bounded git runs no tar.NAME.command: use git archive --format=tar or zip" >&2; false'
+		;;
+	trailer.*.cmd | trailer.*.command) # git commit --trailer runs it
+		if [ "$write" = true ]; then
+			echo "agentd: refused: this repository's config sets $key, a program git runs that a bounded git cannot turn off, and this run may write the workspace. Remove the key (git config --unset), or approve the command yourself (y)." >&2
+			exit 128
+		fi
+		;;
+	esac
+done <<KEYS
+$keys
+KEYS
+export GIT_CONFIG_COUNT="$n"
+exec "$real" "$@"

@@ -1,0 +1,224 @@
+package shell
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// gitIn runs the host's git in dir, as a person setting up a repository would.
+func gitIn(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// appendFile appends text to the file p.
+func appendFile(t *testing.T, p, text string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// planted is a driver of the agent's: it says it ran and writes planted.txt in the
+// workspace, then passes its input through.
+const planted = `"sh -c 'echo AGENT-CODE-RAN >&2; echo x > \"$AGENTD_WS\"/planted.txt 2>/dev/null; cat'"`
+
+// drivenRepo makes, at ws/dir, a repository with a.txt committed, whose .gitattributes
+// gives *.txt files the drivers attrs and whose config file cfg (relative to the
+// repository) holds text.
+func drivenRepo(t *testing.T, ws, dir, attrs, cfg, text string) string {
+	t.Helper()
+	proj := filepath.Join(ws, dir)
+	gitRepo(t, proj)
+	os.WriteFile(filepath.Join(proj, ".gitattributes"), []byte("*.txt "+attrs+"\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hello\n"), 0o644)
+	gitIn(t, proj, "add", ".")
+	gitIn(t, proj, "commit", "-qm", "a")
+	appendFile(t, filepath.Join(proj, cfg), strings.ReplaceAll(text, "$AGENTD_WS", ws))
+	return proj
+}
+
+// TestBoundedGitRunsNoDriverTheRepositoryNames: under a pattern, git runs none of the
+// programs a repository's config names — the drivers its .gitattributes selects (clean and
+// smudge filters, textconv, external diff and merge drivers), git archive's formats, its
+// fsmonitor and hooks — wherever that config sits (a repository deeper than the sandbox
+// protects, a file the config includes), in a read-only run or a +write one; it works on
+// the content as it is. A person's own approval (the zero Profile) runs them, which shows
+// each case could fail.
+func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	tests := []struct {
+		name       string
+		dir, attrs string
+		cfg, text  string
+		write      bool
+		line       string
+		want       string // in the bounded run's output: git did its work
+	}{
+		{"status_clean_filter", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n",
+			false, "cd proj && git status --short", " M a.txt"},
+		{"status_clean_filter_three_deep", "a/b/c/proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n",
+			false, "cd a/b/c/proj && git status --short", " M a.txt"},
+		{"status_clean_filter_odd_name", "proj", "filter=A.b=c", ".git/config", "[filter \"A.b=c\"]\n\tclean = " + planted + "\n",
+			false, "cd proj && git status --short", " M a.txt"},
+		{"status_filter_process_included", "proj", "filter=x", ".git/config", "[include]\n\tpath = ../../drivers.cfg\n",
+			false, "cd proj && git status --short", " M a.txt"},
+		{"add_clean_filter_write", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n\trequired = true\n",
+			true, "cd proj && echo hellO > a.txt && git add a.txt && git diff --cached --stat", "a.txt"},
+		{"checkout_smudge_filter_write", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tsmudge = " + planted + "\n",
+			true, "cd proj && rm a.txt && git checkout -- a.txt && cat a.txt", "hello"},
+		{"show_textconv", "proj", "diff=x", ".git/config", "[diff \"x\"]\n\ttextconv = " + planted + "\n",
+			false, "cd proj && git show HEAD -- a.txt", "+hello"},
+		{"diff_external_driver", "proj", "diff=x", ".git/config", "[diff \"x\"]\n\tcommand = " + planted + "\n",
+			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
+		{"diff_external", "proj", "text", ".git/config", "[diff]\n\texternal = " + planted + "\n",
+			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
+		{"status_fsmonitor", "proj", "text", ".git/config", "[core]\n\tfsmonitor = " + planted + "\n",
+			false, "cd proj && git status --short", " M a.txt"},
+		{"commit_hook_write", "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[core]\n\thooksPath = ../hooks\n",
+			true, "cd proj && git commit -qam b && git log --oneline | wc -l", "3"},
+		{"archive_tar_command", "proj", "text", ".git/config", "[tar \"x\"]\n\tcommand = " + planted + "\n",
+			false, "cd proj && git archive --format=x HEAD >/dev/null", "no tar.NAME.command"},
+		{"merge_driver_write", "proj", "merge=x", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[merge \"x\"]\n\tdriver = " + planted + "\n",
+			true, "cd proj && git merge -q other 2>&1; git status --short", "UU a.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prof := commands.Profile{Bounded: true, Write: tt.write}
+			var outs [2]string
+			for i, p := range []commands.Profile{{}, prof} {
+				ws := workspace(t)
+				proj := drivenRepo(t, ws, tt.dir, tt.attrs, tt.cfg, tt.text)
+				os.WriteFile(filepath.Join(ws, "drivers.cfg"), []byte("[filter \"x\"]\n\tprocess = "+strings.ReplaceAll(planted, "$AGENTD_WS", ws)+"\n"), 0o644)
+				if strings.HasPrefix(tt.name, "status") || strings.HasPrefix(tt.name, "commit") { // a change to see
+					os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+				}
+				os.MkdirAll(filepath.Join(ws, "hooks"), 0o755)
+				os.WriteFile(filepath.Join(ws, "hooks", "pre-commit"), []byte("#!/bin/sh\necho AGENT-CODE-RAN >&2; echo x > "+ws+"/planted.txt\n"), 0o755)
+				if strings.HasPrefix(tt.name, "merge") {
+					gitIn(t, proj, "checkout", "-qb", "other")
+					os.WriteFile(filepath.Join(proj, "a.txt"), []byte("theirs\n"), 0o644)
+					gitIn(t, proj, "commit", "-qam", "theirs")
+					gitIn(t, proj, "checkout", "-q", "-")
+					os.WriteFile(filepath.Join(proj, "a.txt"), []byte("ours\n"), 0o644)
+					gitIn(t, proj, "commit", "-qam", "ours")
+				}
+				out, err := runAs(t, c, ws, p, tt.line)
+				outs[i] = out
+				_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
+				switch {
+				case i == 0 && !strings.Contains(out, "AGENT-CODE-RAN"):
+					t.Logf("control: a person's run did not run the driver either:\n%s", out)
+				case i == 1 && (strings.Contains(out, "AGENT-CODE-RAN") || wrote == nil):
+					t.Fatalf("the bounded run ran the repository's driver (planted.txt written: %v):\n%s %v", wrote == nil, out, err)
+				case i == 1 && !strings.Contains(out, tt.want):
+					t.Fatalf("the bounded run's git did not do its work, want %q in:\n%s %v", tt.want, out, err)
+				}
+			}
+			t.Logf("person:\n%s\nbounded:\n%s", outs[0], outs[1])
+		})
+	}
+}
+
+// TestBoundedGitRefusals: a bounded git refuses, naming the fix, what it cannot keep from
+// running a program: settings on its own command line (which outrank agentd's), a manual
+// page (whose viewer the repository's man.viewer names first), and in a +write run a
+// repository whose config names a trailer command. A read-only run of the
+// same repository works, and a plain `git diff` works (no external diff is set).
+func TestBoundedGitRefusals(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	ws := workspace(t)
+	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[trailer \"x\"]\n\tcmd = "+planted+"\n"+
+		"[man]\n\tviewer = x\n[man \"x\"]\n\tcmd = "+planted+"\n")
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	tests := []struct {
+		name  string
+		write bool
+		line  string
+		want  string
+	}{
+		{"command_line_setting", false, "cd proj && git -c core.fsmonitor=true status", "takes no -c"},
+		{"config_env_setting", false, "cd proj && git --config-env=core.pager=HOME status", "takes no --config-env"},
+		{"manual_page", false, "cd proj && git status --help", "shows no manual page"},
+		{"manual_page_global_option", false, "cd proj && git --help status", "shows no manual page"},
+		{"help_command", false, "cd proj && git help status", "shows no manual page"},
+		{"trailer_command_write", true, "cd proj && git status --short", "refused: this repository's config sets trailer.x.cmd"},
+		{"trailer_command_read_only", false, "cd proj && git status --short", " M a.txt"},
+		{"plain_diff", false, "cd proj && git diff", "+hellO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: tt.write}, tt.line)
+			if !strings.Contains(out, tt.want) || strings.Contains(out, "AGENT-CODE-RAN") {
+				t.Fatalf("want %q in:\n%s %v", tt.want, out, err)
+			}
+		})
+	}
+}
+
+// BenchmarkBoundedGitStatus runs `git status --short` in a repository of 1,000 committed
+// files, one changed, as a person's approval runs it and as a pattern's does (through the
+// bounded git, which asks the real one for the config's drivers first), in turn, and
+// reports each per command and the bounded git's cost.
+func BenchmarkBoundedGitStatus(b *testing.B) {
+	c := mustShell(b, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(b)})
+	ws := workspace(b)
+	gitRepo(b, ws)
+	for i := range 1000 {
+		dir := filepath.Join(ws, fmt.Sprintf("d%02d", i%50))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644)
+	}
+	gitIn(b, ws, "add", ".")
+	gitIn(b, ws, "commit", "-qm", "files")
+	os.WriteFile(filepath.Join(ws, "d00", "f0.txt"), []byte("y\n"), 0o644)
+	profiles := []commands.Profile{{}, {Bounded: true}}
+	spent := make([]time.Duration, len(profiles))
+	for b.Loop() {
+		for i, p := range profiles {
+			start := time.Now()
+			if out, err := runAs(b, c, ws, p, "git status --short"); err != nil || !strings.Contains(out, "M d00/f0.txt") {
+				b.Fatal(err, out)
+			}
+			spent[i] += time.Since(start)
+		}
+	}
+	b.ReportMetric(msPerOp(b, spent[0]), "person-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[1]), "bounded-ms/cmd")
+	b.ReportMetric(msPerOp(b, spent[1]-spent[0]), "bounded-git-ms/cmd")
+}
+
+// TestOnlineBoundedRunGetsEachFileItsOwn: a bounded run with the network (a schedule's
+// --when-network check) is given the seccomp filter, the bounded git and its resolv.conf,
+// each read by bwrap from its own descriptor: git is the bounded one and works, and
+// resolv.conf names slirp4netns's DNS.
+func TestOnlineBoundedRunGetsEachFileItsOwn(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: slirpHere(t), Network: true})
+	out, err := runAs(t, c, workspace(t), commands.Profile{Bounded: true, Network: true},
+		"grep -c \"agentd's git\" /usr/bin/git; git --version; cat /etc/resolv.conf")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	testutil.CheckContains(t, "the run's output", out, []string{"git version ", "nameserver 10.0.2.3\n"}, nil)
+	if n, _, _ := strings.Cut(out, "\n"); n == "0" {
+		t.Errorf("the run's git is the real one, not the bounded one:\n%s", out)
+	}
+}
