@@ -1,6 +1,9 @@
 package bots
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // Plain user ids, the only text a mention (<@…>) may be built from: anything else in one
 // (a decision's By set by a local API caller, "U1><!channel>") could close the mention and
@@ -25,4 +28,18 @@ func Mention(platform, id string) Span {
 		return Span{User: id}
 	}
 	return Span{Text: id}
+}
+
+// StripMention removes from text the mentions re finds (its first group the user id)
+// that name self, the bot, and reports whether there was one; other mentions stay.
+func StripMention(re *regexp.Regexp, self, text string) (string, bool) {
+	found := false
+	out := re.ReplaceAllStringFunc(text, func(m string) string {
+		if self != "" && re.FindStringSubmatch(m)[1] == self {
+			found = true
+			return ""
+		}
+		return m
+	})
+	return strings.TrimSpace(out), found
 }

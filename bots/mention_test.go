@@ -1,6 +1,9 @@
 package bots
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 // TestMentionID: only a plain user id of the platform may become a mention.
 func TestMentionID(t *testing.T) {
@@ -24,6 +27,30 @@ func TestMentionID(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := MentionID(c.platform, c.id); got != c.want {
 				t.Errorf("MentionID(%q, %q) = %v, want %v", c.platform, c.id, got, c.want)
+			}
+		})
+	}
+}
+
+// TestStripMention: only the bot's own mentions are taken out of a message, and only
+// they count as mentioning it; a bot whose id is not known yet is mentioned by nobody.
+func TestStripMention(t *testing.T) {
+	re := regexp.MustCompile(`<@!?([0-9]+)>`)
+	for _, c := range []struct {
+		name, self, text, want string
+		found                  bool
+	}{
+		{"own_mention_removed", "42", "<@42> deploy it", "deploy it", true},
+		{"nickname_form_removed", "42", " <@!42> hi ", "hi", true},
+		{"other_mention_kept", "42", "<@7> deploy it", "<@7> deploy it", false},
+		{"both_kept_and_removed", "42", "<@42> ask <@7>", "ask <@7>", true},
+		{"self_unknown", "", "<@42> hi", "<@42> hi", false},
+		{"no_mention", "42", "just text", "just text", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, found := StripMention(re, c.self, c.text)
+			if got != c.want || found != c.found {
+				t.Errorf("StripMention(%q) = %q, %v; want %q, %v", c.text, got, found, c.want, c.found)
 			}
 		})
 	}

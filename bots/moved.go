@@ -39,7 +39,6 @@ func (r *Relay) ThreadMoved(ctx context.Context, platform, channel, from, to str
 	if err := tb.BindTeam(ctx, nt); err != nil {
 		return false, fmt.Errorf("bots: binding thread %s, which continues team run %s's %s: %w", to, t.TeamRunID, from, err)
 	}
-	r.teams.bindTeam(&nt)
 	r.log.Info("bots: a team run's thread continues in a new one", "platform", platform, "team", t.TeamRunID, "from", from, "to", to)
 	return true, nil
 }
@@ -52,7 +51,7 @@ func (r *Relay) MovedTo(ctx context.Context, platform, channel, thread string) (
 	if err != nil || b == nil {
 		return "", err
 	}
-	for _, t := range r.posts.targets(b.AgentID) {
+	for _, t := range r.posts.targets(ctx, b.AgentID) {
 		if t.ep.a.Platform() == platform && t.b.Channel == channel && t.b.Thread != thread && t.label == "" {
 			return t.b.Thread, nil
 		}

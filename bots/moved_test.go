@@ -30,7 +30,7 @@ func TestThreadMoved(t *testing.T) {
 			if err != nil || moved != tc.wantMoved {
 				t.Fatalf("moved = %v, %v; want %v", moved, err, tc.wantMoved)
 			}
-			ts := r.posts.targets("a-1")
+			ts := r.posts.targets(context.Background(), "a-1")
 			if len(ts) != 1 || ts[0].b.Thread != tc.wantPost {
 				t.Fatalf("targets = %+v, want thread %s", ts, tc.wantPost)
 			}

@@ -29,6 +29,16 @@ func Permanent(err error) error {
 	return &PermanentError{err}
 }
 
+// PermanentStatus marks err, which came with HTTP status code, as not worth retrying when
+// the platform refused the request itself (a 4xx other than 429); a 429, a 5xx and a
+// network error are retried.
+func PermanentStatus(err error, code int) error {
+	if code >= 400 && code < 500 && code != 429 {
+		return Permanent(err)
+	}
+	return err
+}
+
 // IsPermanent reports whether err was marked with Permanent.
 func IsPermanent(err error) bool {
 	var pe *PermanentError

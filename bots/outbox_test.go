@@ -144,3 +144,27 @@ func TestOutboxGivesUp(t *testing.T) {
 		t.Fatal("a post failing past GiveUp held its thread forever")
 	}
 }
+
+// TestPermanentStatus: a platform's refusal of the request itself (a 4xx) is not retried;
+// rate limits (429) and its own failures (5xx) are.
+func TestPermanentStatus(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		code      int
+		permanent bool
+	}{
+		{"bad_request", 400, true},
+		{"forbidden", 403, true},
+		{"not_found", 404, true},
+		{"rate_limited", 429, false},
+		{"server_error", 500, false},
+		{"unavailable", 503, false},
+		{"ok_status", 200, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := IsPermanent(PermanentStatus(errors.New("refused"), c.code)); got != c.permanent {
+				t.Errorf("status %d: permanent = %v, want %v", c.code, got, c.permanent)
+			}
+		})
+	}
+}

@@ -25,12 +25,12 @@ func (po *poster) loadBindings(ctx context.Context) {
 // targets returns the adapters and threads an agent's events go to: its own, or for a
 // helper its nearest bound parent's, labelled with the helper's name, or for a team's
 // role agent its team's, labelled with the role.
-func (po *poster) targets(agentID string) []target {
+func (po *poster) targets(ctx context.Context, agentID string) []target {
 	eps := po.r.eps.all()
 	if ts := po.r.threads.targets(agentID, eps); ts != nil {
 		return ts
 	}
-	return po.r.teams.targets(agentID, eps)
+	return po.r.teams.targets(ctx, agentID, eps)
 }
 
 type target struct {
@@ -161,7 +161,7 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 		return // the question is posted instead
 	}
 	files := proposalFiles(p)
-	for _, t := range po.targets(p.AgentID) {
+	for _, t := range po.targets(ctx, p.AgentID) {
 		platform := t.ep.a.Platform()
 		posted := false // set when this post made the message: only then are its files uploaded
 		po.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
@@ -240,7 +240,7 @@ func (po *poster) proposalMessage(ctx context.Context, proposalID, platform stri
 // decided edits the proposal's messages to show the decision and who made it.
 func (po *poster) decided(ctx context.Context, agentID string, d *api.Decision) {
 	p := po.r.board.decided(d.ProposalID)
-	ts := po.targets(agentID)
+	ts := po.targets(ctx, agentID)
 	if len(ts) == 0 {
 		return
 	}
@@ -300,7 +300,7 @@ func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episod
 		return // the answer is in the thread already; finish has its own message
 	}
 	change := po.resultChange(ctx, agentID, ep)
-	for _, t := range po.targets(agentID) {
+	for _, t := range po.targets(ctx, agentID) {
 		msg, file := FormatResult(ep, t.ep.a.MaxText())
 		msg.Parts = append(msg.Parts, ChangeParts(change)...)
 		po.say(t, "posting a result", msg)
@@ -332,7 +332,7 @@ func (po *poster) resultChange(ctx context.Context, agentID string, ep *api.Epis
 
 func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Question) {
 	po.r.board.markPosted(q.ProposalID)
-	for _, t := range po.targets(agentID) {
+	for _, t := range po.targets(ctx, agentID) {
 		platform := t.ep.a.Platform()
 		po.r.words.swap(platform, agentID, q.Text) // the answer's context
 		po.post(t, "posting a question", func(ctx context.Context) error {
@@ -383,7 +383,7 @@ func orDash(s string) string {
 
 // note posts a line in every thread the agent is bound to.
 func (po *poster) note(ctx context.Context, agentID, text string) {
-	for _, t := range po.targets(agentID) {
+	for _, t := range po.targets(ctx, agentID) {
 		po.say(t, "posting a note", FormatNote(text))
 	}
 }
@@ -398,7 +398,7 @@ func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
 		if !po.r.board.timerFired(p.ID) {
 			return
 		}
-		for _, t := range po.targets(p.AgentID) {
+		for _, t := range po.targets(context.WithoutCancel(ctx), p.AgentID) {
 			po.post(t, "showing expiry of "+p.ID, func(ctx context.Context) error {
 				m, err := po.r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
 				if err != nil || m == nil {
@@ -417,7 +417,7 @@ func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
 // reach any more (the run was stopped, or moved on to a new task).
 func (po *poster) closeOpen(ctx context.Context, agentID, why string) {
 	for _, p := range po.r.board.closeOpen(agentID) {
-		for _, t := range po.targets(agentID) {
+		for _, t := range po.targets(ctx, agentID) {
 			po.post(t, "closing "+p.ID, func(ctx context.Context) error {
 				m, err := po.proposalMessage(ctx, p.ID, t.ep.a.Platform())
 				if err != nil || m == nil {
@@ -432,7 +432,7 @@ func (po *poster) closeOpen(ctx context.Context, agentID, why string) {
 // endNote posts text, the note showing that agentID's run runID ended, to the agent's
 // threads, and records the post on the binding of each thread that is the agent's own.
 func (po *poster) endNote(ctx context.Context, agentID, runID, text string) {
-	for _, t := range po.targets(agentID) {
+	for _, t := range po.targets(ctx, agentID) {
 		platform := t.ep.a.Platform()
 		own := runID != "" && t.label == "" && t.b.AgentID == agentID
 		if own {

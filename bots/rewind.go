@@ -74,7 +74,7 @@ func (r *Relay) rewindCommand(ctx context.Context, ep *endpoint, w Where, u User
 		return "Not rewound: " + err.Error()
 	}
 	asked := false
-	for _, t := range r.posts.targets(a.ID) {
+	for _, t := range r.posts.targets(ctx, a.ID) {
 		if t.ep != ep || t.b.Channel != w.Channel {
 			continue
 		}

@@ -9,12 +9,16 @@ import (
 	"testing"
 )
 
-// remembered reports whether team run id's threads are still in memory (tests).
-func (s *teamDesk) remembered(id string) bool {
+// placed reports whether role agents of team run id are placed in its threads (tests).
+func (s *teamDesk) placed(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.teamBound[id]
-	return ok || s.teamEnded[id]
+	for _, tr := range s.roles {
+		if tr.team == id {
+			return true
+		}
+	}
+	return false
 }
 
 // followers counts the team runs being followed (tests).
@@ -24,11 +28,11 @@ func (s *teamDesk) followers() int {
 	return len(s.following)
 }
 
-// teamSizes counts the role agents, team threads and ended team runs in memory (tests).
-func (s *teamDesk) teamSizes() (roles, bound, ended int) {
+// roleCount counts the role agents in memory (tests).
+func (s *teamDesk) roleCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.roles), len(s.teamBound), len(s.teamEnded)
+	return len(s.roles)
 }
 
 // stateOwners are the relay's holders of state, each with the one file whose methods

@@ -1,10 +1,13 @@
 package bots
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // Connection states a bot reports.
@@ -66,6 +69,25 @@ func (c *Connection) Set(state string, attempt int, err error) (was string) {
 		c.st.Error = err.Error()
 	}
 	return was
+}
+
+// Keep keeps the connection up until ctx ends: dial opens it and session holds it until
+// it drops, each saying why it failed (and logging it, in its platform's words). A failed
+// dial or a drop is retried after wait(attempt), counting the attempts since the
+// connection was last up. It returns, stopped, once ctx ends.
+func (c *Connection) Keep(ctx context.Context, wait func(attempt int) time.Duration, dial, session func(context.Context) error) {
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		err := dial(ctx)
+		if err == nil {
+			attempt = 1
+			if err = session(ctx); ctx.Err() != nil {
+				break
+			}
+		}
+		c.Set(StateReconnecting, attempt, err)
+		backoff.Sleep(ctx, wait(attempt))
+	}
+	c.Set(StateStopped, 0, nil)
 }
 
 // StatusReporter is an adapter that reports its connection.

@@ -1,9 +1,11 @@
 package bots
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestConnectionSetKeepsSinceWhileTheStateHolds: Set returns the state before, moves
@@ -37,5 +39,47 @@ func TestConnectionSetKeepsSinceWhileTheStateHolds(t *testing.T) {
 	c.Set(StateStopped, 0, nil)
 	if fmt.Sprint(changes) != "[true false]" {
 		t.Errorf("onChange was told %v, want [true false]", changes)
+	}
+}
+
+// TestConnectionKeepCountsAttemptsSinceLastUp: a failed dial and a dropped session are
+// each retried after the backoff of their attempt, counted since the connection was last
+// up; once ctx ends the connection is stopped and Keep returns.
+func TestConnectionKeepCountsAttemptsSinceLastUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := NewConnection("discord", nil)
+	dials := []error{errors.New("refused"), errors.New("refused"), nil, nil}
+	var waited []int
+	var states []string
+	dial := func(context.Context) error {
+		err := dials[0]
+		dials = dials[1:]
+		if len(dials) == 0 {
+			cancel() // the last session ends with ctx
+		}
+		return err
+	}
+	session := func(ctx context.Context) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errors.New("dropped")
+	}
+	wait := func(attempt int) time.Duration {
+		st := c.Status()
+		waited = append(waited, attempt)
+		states = append(states, fmt.Sprintf("%s/%d/%s", st.State, st.Attempt, st.Error))
+		return 0
+	}
+	c.Keep(ctx, wait, dial, session)
+	if got := fmt.Sprint(waited); got != "[1 2 1]" {
+		t.Errorf("attempts waited for = %s, want [1 2 1] (the drop after a dial that worked counts from 1)", got)
+	}
+	if got := fmt.Sprint(states); got != "[reconnecting/1/refused reconnecting/2/refused reconnecting/1/dropped]" {
+		t.Errorf("states while waiting = %s", got)
+	}
+	if st := c.Status(); st.State != StateStopped {
+		t.Errorf("after ctx ended, state = %s, want %s", st.State, StateStopped)
 	}
 }

@@ -45,6 +45,8 @@ type teamBindings interface {
 	BindTeam(ctx context.Context, b TeamBinding) error
 	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*TeamBinding, error)
 	TeamBindings(ctx context.Context) ([]*TeamBinding, error)
+	// TeamBindingsOf is a team run's threads, running or ended.
+	TeamBindingsOf(ctx context.Context, teamID string) ([]*TeamBinding, error)
 	SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error
 }
 
@@ -105,7 +107,6 @@ func (d *teamDesk) teamCommand(ctx context.Context, ep *endpoint, w Where, u Use
 		d.r.log.Error("bots: storing team binding", "team", run.ID, "err", err)
 		return fmt.Sprintf("Team run %s started, but its thread could not be recorded: %v", run.ID, err)
 	}
-	d.bindTeam(&b)
 	d.r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
 	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with /agent team stop %s.",
 		run.ID, run.Workflow, run.ID)
@@ -170,7 +171,6 @@ func (d *teamDesk) loadTeams(ctx context.Context) {
 			since[b.TeamRunID] = b.Seq
 		}
 	}
-	d.bindTeam(bs...)
 	for id, seq := range since {
 		for _, agentID := range d.learnTeamAgents(ctx, id) {
 			if a, err := d.r.opt.Service.Agent(ctx, agentID); err == nil {
@@ -181,17 +181,22 @@ func (d *teamDesk) loadTeams(ctx context.Context) {
 	}
 }
 
-// teamForgetAfter bounds how long an ended team run's threads stay in memory waiting for
-// its role agents' removal (a removal the relay missed must not keep them forever).
+// teamForgetAfter bounds how long an ended team run's role agents stay placed in its
+// threads waiting for their removal (a removal the relay missed must not keep them
+// forever); their last events (a proposal closed as the run stopped) still belong there.
 var teamForgetAfter = time.Minute
 
-// teamRunEnded forgets an ended team run's threads: at once, or once the role agents
-// the relay knows of are removed, since their last events (a proposal closed as the run
-// stopped) still belong in the thread. The stored binding stays, for the record and for
-// replies in the thread.
-func (d *teamDesk) teamRunEnded(teamID string) {
-	d.markEnded(teamID)
-	time.AfterFunc(teamForgetAfter, func() { d.forgetEndedTeam(teamID) })
+// threadsOf reads team run teamID's threads from the store, running or ended.
+func (d *teamDesk) threadsOf(ctx context.Context, teamID string) []*TeamBinding {
+	tb, ok := d.r.opt.Bindings.(teamBindings)
+	if !ok {
+		return nil
+	}
+	bs, err := tb.TeamBindingsOf(ctx, teamID)
+	if err != nil {
+		d.r.log.Error("bots: reading a team run's threads", "team", teamID, "err", err)
+	}
+	return bs
 }
 
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
@@ -261,7 +266,7 @@ func (d *teamDesk) followTeam(teamID string, since int) {
 			})
 			cancel()
 			if ended {
-				d.teamRunEnded(teamID)
+				time.AfterFunc(teamForgetAfter, func() { d.forgetRoles(teamID) })
 				return
 			}
 		}
@@ -289,21 +294,21 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 		text = d.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
 	}
 	tb, _ := d.r.opt.Bindings.(teamBindings)
-	targets, seqs := d.turnTargets(te.TeamID, t.Seq, d.r.eps.all())
-	for i, tg := range targets {
-		msg, file := FormatTeamTurn(*t, text, tg.ep.a.MaxText())
-		stoppedBy(&msg, *t, text, tg.ep.a.Platform())
-		b := seqs[i]
+	eps := d.r.eps.all()
+	for _, b := range d.threadsOf(ctx, te.TeamID) {
+		ep, ok := eps[b.Platform]
+		if !ok || b.Seq >= t.Seq {
+			continue // shown there already
+		}
+		tg := target{ep: ep, b: &Binding{Platform: b.Platform, Channel: b.Channel, Thread: b.Thread}}
+		msg, file := FormatTeamTurn(*t, text, ep.a.MaxText())
+		stoppedBy(&msg, *t, text, b.Platform)
 		d.r.posts.say(tg, "posting a team turn", msg)
 		if file != "" {
 			d.r.posts.upload(tg, "uploading a team turn", nil, fmt.Sprintf("%s-turn-%d.txt", te.TeamID, t.Seq), file, "Turn "+fmt.Sprint(t.Seq)+" in full")
 		}
 		seq := t.Seq
 		d.r.posts.post(tg, "recording a team turn posted", func(ctx context.Context) error {
-			d.seqPosted(b, seq)
-			if tb == nil {
-				return nil
-			}
 			if err := tb.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
 				d.r.log.Error("bots: recording a team turn posted", "team", te.TeamID, "err", err)
 			}

@@ -2,7 +2,6 @@ package bots
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,29 +38,20 @@ func (f *fakeTeams) SubscribeTeam(ref string, since int64) (<-chan api.Event, fu
 
 type unusedTeams = Teams
 
-// teamMemBindings adds team bindings, which only record seqs here, to memBindings.
-type teamMemBindings struct{ *memBindings }
-
-func (teamMemBindings) BindTeam(context.Context, TeamBinding) error { return nil }
-func (teamMemBindings) TeamBindingByThread(context.Context, string, string, string) (*TeamBinding, error) {
-	return nil, nil
-}
-func (teamMemBindings) TeamBindings(context.Context) ([]*TeamBinding, error)  { return nil, nil }
-func (teamMemBindings) SetTeamSeq(context.Context, string, string, int) error { return nil }
-
 // teamRelay is a relay following the team runs of teams, each bound to a thread of C1
 // named after it, with the role agents of svc learned.
 func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r := New(Options{Service: svc, Bindings: teamMemBindings{&memBindings{msgs: map[string]*ChatMessage{}}}})
+	binds := &attackBindings{memBindings: &memBindings{msgs: map[string]*ChatMessage{}}}
+	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.SetTeams(teams)
 	r.out.start(ctx)
 	r.teams.setRunCtx(ctx)
 	for id := range teams.runs {
-		r.teams.bindTeam(&TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
+		binds.BindTeam(ctx, TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
 	}
 	for id := range teams.runs {
 		r.teams.learnTeamAgents(ctx, id)
@@ -69,8 +59,8 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 	return r, ad
 }
 
-// remembered reports whether the relay still holds team run id's threads in memory.
-func (r *Relay) remembered(id string) bool { return r.teams.remembered(id) }
+// placed reports whether the relay still places role agents in team run id's threads.
+func (r *Relay) placed(id string) bool { return r.teams.placed(id) }
 
 // followed follows the team runs and waits until their followers have seen them end.
 func (r *Relay) followed(t *testing.T, ids ...string) {
@@ -81,10 +71,10 @@ func (r *Relay) followed(t *testing.T, ids ...string) {
 	r.out.flush()
 }
 
-// TestEndedTeamRunForgotten: once a team run ends, the relay drops its thread from
-// memory: at once when no role agent of it is known, else when its last role agent is
-// removed, whose last events still reach the thread until then.
-func TestEndedTeamRunForgotten(t *testing.T) {
+// TestEndedTeamRunsRolesPostUntilRemoved: once a team run ends, its role agents' last
+// events still reach its thread (read from the store), until the relay sees them removed;
+// then it places none of them any more.
+func TestEndedTeamRunsRolesPostUntilRemoved(t *testing.T) {
 	end := func(seq int) api.TeamTurn {
 		return api.TeamTurn{Seq: seq, Kind: api.TurnEnd, Mode: api.TeamFinished, Text: "no next state"}
 	}
@@ -101,17 +91,17 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	}
 	r, ad := teamRelay(t, svc, teams)
 	r.followed(t, "t-1", "t-2")
-	if r.remembered("t-2") {
-		t.Error("t-2 ended with no role agents, yet its thread is still in memory")
+	if r.placed("t-2") {
+		t.Error("t-2 ended with no role agents, yet the relay places role agents in it")
 	}
-	if !r.remembered("t-1") || len(r.posts.targets("a-2")) != 1 {
-		t.Fatal("t-1's thread was forgotten while its role agent, not yet removed, may still post there")
+	if !r.placed("t-1") || len(r.posts.targets(context.Background(), "a-2")) != 1 {
+		t.Fatal("t-1's thread was lost while its role agent, not yet removed, may still post there")
 	}
 	r.posts.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
-	if r.remembered("t-1") {
-		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
+	if r.placed("t-1") || len(r.posts.targets(context.Background(), "a-2")) != 0 {
+		t.Error("t-1's last role agent is removed, yet the relay still places it in t-1's thread")
 	}
-	roles, _, _ := r.teams.teamSizes()
+	roles := r.teams.roleCount()
 	r.out.flush()
 	posts := strings.Join(ad.posts, "\n")
 	if roles != 0 || strings.Contains(posts, "was removed") || strings.Count(posts, "🏁 Team run finished") != 2 {
@@ -119,9 +109,9 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	}
 }
 
-// TestEndedTeamRunForgottenLater: a role agent whose removal the relay never sees keeps
-// its ended team's thread in memory for teamForgetAfter at most.
-func TestEndedTeamRunForgottenLater(t *testing.T) {
+// TestEndedTeamRunsRolesForgottenLater: a role agent whose removal the relay never sees
+// stays placed in its ended team's thread for teamForgetAfter at most.
+func TestEndedTeamRunsRolesForgottenLater(t *testing.T) {
 	defer func(d time.Duration) { teamForgetAfter = d }(teamForgetAfter)
 	teamForgetAfter = 20 * time.Millisecond
 	svc := &helperService{agents: []api.Agent{{ID: "a-3", Name: "t3-writer"}}}
@@ -131,12 +121,11 @@ func TestEndedTeamRunForgottenLater(t *testing.T) {
 	}
 	r, _ := teamRelay(t, svc, teams)
 	r.followed(t, "t-3")
-	testutil.Eventually(t, 5*time.Second, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
+	testutil.Eventually(t, 5*time.Second, "t-3's role agents forgotten", func() bool { return !r.placed("t-3") })
 	if _, ok := r.teams.roleOf("a-3"); ok {
 		t.Error("the role agent of a forgotten team run is still placed in its thread")
 	}
-	roles, bound, ended := r.teams.teamSizes()
-	if n := fmt.Sprint(roles, bound, ended); n != "0 0 0" {
-		t.Errorf("roles, team threads, ended teams in memory: %s", n)
+	if n := r.teams.roleCount(); n != 0 {
+		t.Errorf("role agents in memory: %d", n)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord/endpoint"
-	"github.com/agentd/agentd/internal/backoff"
 	"github.com/bwmarrin/discordgo"
 )
 
@@ -132,8 +131,6 @@ func (b *Bot) Platform() string { return Platform }
 // Status reports the gateway connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
-func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state, attempt, err) }
-
 // Run keeps the gateway connected until ctx ends, reopening it with backoff whenever it
 // drops or the watchdog finds it silent. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
@@ -141,42 +138,37 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.hmu.Lock()
 	b.hctx = hctx
 	b.hmu.Unlock()
-	for attempt := 0; ctx.Err() == nil; {
+	dial := func(ctx context.Context) error {
 		select { // a Disconnect of the previous connection is old news
 		case <-b.disconnected:
 		default:
 		}
 		if err := b.s.Open(); err != nil && !errors.Is(err, discordgo.ErrWSAlreadyOpen) {
-			attempt++
-			b.setState(bots.StateReconnecting, attempt, err)
-			b.log.Warn("discord: gateway connection failed; retrying", "attempt", attempt, "err", err)
-			backoff.Sleep(ctx, b.opt.Backoff(attempt))
-			continue
+			b.log.Warn("discord: gateway connection failed; retrying", "err", err)
+			return err
 		}
-		attempt = 0
-		b.setState(bots.StateConnected, 0, nil)
+		b.conn.Set(bots.StateConnected, 0, nil)
 		b.learnSelf()
 		b.log.Info("discord: connected", "bot_user", b.selfID())
 		b.registerCommands(ctx)
-		why := b.watch(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		attempt++
-		b.setState(bots.StateReconnecting, attempt, why)
-		b.log.Warn("discord: gateway connection lost; reconnecting", "attempt", attempt, "err", why)
-		// Not 1000/1001, which would end the session: the next Open resumes it, and
-		// Discord replays what was dispatched meanwhile.
-		b.s.CloseWithCode(4000)
-		backoff.Sleep(ctx, b.opt.Backoff(attempt))
+		return nil
 	}
+	b.conn.Keep(ctx, b.opt.Backoff, dial, func(ctx context.Context) error {
+		why := b.watch(ctx)
+		if ctx.Err() == nil {
+			b.log.Warn("discord: gateway connection lost; reconnecting", "err", why)
+			// Not 1000/1001, which would end the session: the next Open resumes it, and
+			// Discord replays what was dispatched meanwhile.
+			b.s.CloseWithCode(4000)
+		}
+		return why
+	})
 	b.s.Close()
 	b.hmu.Lock() // no handler is counted in once hctx is gone, so the wait ends
 	stop()
 	b.hctx = nil
 	b.hmu.Unlock()
 	b.handlers.Wait()
-	b.setState(bots.StateStopped, 0, nil)
 	return nil
 }
 

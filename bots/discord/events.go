@@ -94,16 +94,7 @@ var mentionRE = regexp.MustCompile(`<@!?([0-9]+)>`)
 // Only the text counts: a reply pings the author of the message it answers (Discord's
 // default), which puts the bot among the message's mentions though nobody named it.
 func (b *Bot) stripMention(text string) (string, bool) {
-	self := b.selfID()
-	found := false
-	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
-		if mentionRE.FindStringSubmatch(m)[1] == self {
-			found = true
-			return ""
-		}
-		return m
-	})
-	return strings.TrimSpace(out), found && self != ""
+	return bots.StripMention(mentionRE, b.selfID(), text)
 }
 
 // onInteraction handles clicks, the feedback modal's submit and /agent. Each is

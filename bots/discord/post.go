@@ -19,8 +19,8 @@ import (
 // retrying; 5xx and network errors are retried.
 func classify(err error) error {
 	var re *discordgo.RESTError
-	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 && re.Response.StatusCode != 429 {
-		return bots.Permanent(err)
+	if errors.As(err, &re) && re.Response != nil {
+		return bots.PermanentStatus(err, re.Response.StatusCode)
 	}
 	return err
 }

@@ -29,7 +29,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/internal/backoff"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -108,30 +107,25 @@ func (b *Bot) Platform() string { return Platform }
 // Status reports the connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
-func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state, attempt, err) }
-
 // Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
 // with backoff whenever it drops. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
-	for n := 1; ctx.Err() == nil; n++ {
+	b.conn.Keep(ctx, b.opt.Backoff, func(ctx context.Context) error {
 		self, err := b.api.AuthTestContext(ctx)
 		if err != nil {
-			b.log.Error("slack: auth.test failed; retrying", "attempt", n, "err", err)
-			b.setState(bots.StateReconnecting, n, err)
-			backoff.Sleep(ctx, b.opt.Backoff(n))
-			continue
+			b.log.Error("slack: auth.test failed; retrying", "err", err)
+			return fmt.Errorf("auth.test: %w", err)
 		}
 		b.self.Store(self)
 		b.log.Info("slack: authenticated", "team", self.TeamID, "bot_user", self.UserID)
-		err = b.runSocket(ctx)
-		if ctx.Err() != nil {
-			break
+		return nil
+	}, func(ctx context.Context) error {
+		err := b.runSocket(ctx)
+		if ctx.Err() == nil {
+			b.log.Warn("slack: socket mode stopped; reconnecting", "err", err)
 		}
-		b.log.Warn("slack: socket mode stopped; reconnecting", "attempt", n, "err", err)
-		b.setState(bots.StateReconnecting, n, err)
-		backoff.Sleep(ctx, b.opt.Backoff(n))
-	}
-	b.setState(bots.StateStopped, 0, nil)
+		return err
+	})
 	return nil
 }
 
@@ -167,16 +161,16 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 	case socketmode.EventTypeConnecting:
 		// The client reconnects by itself after a drop, announcing only this: until
 		// Connected follows, the bot is down.
-		b.setState(bots.StateConnecting, 0, nil)
+		b.conn.Set(bots.StateConnecting, 0, nil)
 		b.log.Debug("slack: connecting")
 	case socketmode.EventTypeConnected:
-		b.setState(bots.StateConnected, 0, nil)
+		b.conn.Set(bots.StateConnected, 0, nil)
 		b.log.Info("slack: connected")
 	case socketmode.EventTypeConnectionError:
-		b.setState(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
+		b.conn.Set(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
 		b.log.Warn("slack: connection failed; retrying")
 	case socketmode.EventTypeDisconnect:
-		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
+		b.conn.Set(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
 		b.ack(ctx, sm, ev.Request, nil)
 		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
@@ -250,15 +244,8 @@ var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
 
 // stripMention removes mentions of the bot and reports whether there was one.
 func (b *Bot) stripMention(text string) (string, bool) {
-	self, found := b.botUser(), false
-	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
-		if mentionRE.FindStringSubmatch(m)[1] == self {
-			found = true
-			return ""
-		}
-		return m
-	})
-	return strings.TrimSpace(unescape(out)), found
+	out, found := bots.StripMention(mentionRE, b.botUser(), text)
+	return unescape(out), found
 }
 
 // unescape undoes Slack's escaping of typed text.
@@ -370,12 +357,10 @@ func classify(err error) error {
 	var se slack.SlackErrorResponse
 	var sc slack.StatusCodeError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &se):
 		return bots.Permanent(err)
-	case errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429:
-		return bots.Permanent(err)
+	case errors.As(err, &sc):
+		return bots.PermanentStatus(err, sc.Code)
 	}
 	return err
 }

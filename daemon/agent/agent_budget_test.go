@@ -57,7 +57,7 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 		t.Error("no agent_budget_exhausted audit entry")
 	}
 
-	raised, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxSteps: new(4)})
+	raised, err := h.sup.budgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxSteps: new(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 		t.Errorf("agent = %q after %d steps; want the token budget after 1", got.StateReason, got.StepsTotal)
 	}
 	// 0 lifts the bound.
-	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
+	if _, err := h.sup.budgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
 		t.Fatal(err)
 	}
 	got = pausedByBudget(h, a.ID)
@@ -97,7 +97,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 		t.Errorf("after lifting the token bound: %q after %d steps", got.StateReason, got.StepsTotal)
 	}
 	// Reset goes back to the config's token budget of 1.
-	reset, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{Reset: true})
+	reset, err := h.sup.budgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{Reset: true})
 	if err != nil || reset.Budget.MaxTokens != 1 || reset.Budget.MaxSteps != 0 || reset.State != api.StatePaused {
 		t.Errorf("reset: %+v, %v; want the config's budget, still paused", reset, err)
 	}
@@ -116,7 +116,7 @@ func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
 	}
 	// Waiting for people is not busy time.
 	h.fake.SetDelay(0)
-	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTime: new("1h")}); err != nil {
+	if _, err := h.sup.budgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTime: new("1h")}); err != nil {
 		t.Fatal(err)
 	}
 	h.sup.runs.Pause(context.Background(), a.ID)
@@ -150,7 +150,7 @@ func TestSetBudgetRefusesBadValues(t *testing.T) {
 		{"negative_duration", api.BudgetRequest{MaxTime: new("-1h")}, `max_time "-1h"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, c.req)
+			_, err := h.sup.budgets.SetBudget(context.Background(), a.ID, c.req)
 			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want a bad request naming %s", err, c.want)
 			}
@@ -237,7 +237,7 @@ func TestTaskOverAgentBudgetRefused(t *testing.T) {
 		t.Errorf("a refused task changed the agent: state %s, run %s (was %s)", got.State, got.RunID, a.RunID)
 	}
 	// Raised, the task is taken.
-	if _, err := h.sup.agentBudgets.SetBudget(ctx, a.ID, api.BudgetRequest{MaxSteps: new(10)}); err != nil {
+	if _, err := h.sup.budgets.SetBudget(ctx, a.ID, api.BudgetRequest{MaxSteps: new(10)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.sup.runs.Task(ctx, a.ID, "more"); err != nil {

@@ -61,13 +61,13 @@ var (
 	_ api.MemoryService   = (*memoryService)(nil)
 	_ api.AuditService    = (*auditLog)(nil)
 	_ api.DoctorService   = (*doctor)(nil)
-	_ api.BudgetService   = (*agentBudgets)(nil)
+	_ api.BudgetService   = (*budgets)(nil)
 )
 
 // API returns the supervisor's parts.
 func (s *Supervisor) API() API {
 	return API{
 		Runs: s.runs, Views: s.agentViews, Decisions: s.decisions, Policies: s.policyService,
-		Memory: s.memoryService, Audit: s.auditLog, Doctor: s.doctor, Budgets: s.agentBudgets, Checkpoints: s.rewinds,
+		Memory: s.memoryService, Audit: s.auditLog, Doctor: s.doctor, Budgets: s.budgets, Checkpoints: s.rewinds,
 	}
 }

@@ -10,41 +10,9 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// Budgets bound a run (steps, tokens, wall time: run_budgets.go) and an agent over all
-// its runs (steps, tokens, busy time, disk: agent_budget.go). Whatever spends them — a
-// step, the model's tokens, a run's timer, a step cut by the agent's time — the loop
-// reads their one verdict with each round (overBudget), cycle.NextMove turns it into
-// its scope's event, and endOverBudget carries that out through the applier.
-
-// overBudget is the budgets' one verdict on a: the first of its run's wall time, its
-// run's steps and tokens, and its own budgets that ran out; nil while all hold.
-func overBudget(s *Supervisor, a *store.Agent) *cycle.Over {
-	if b := s.runBudgets.budgetOf(a.RunID); b != nil {
-		if why := b.overTime(time.Now()); why != "" {
-			return &cycle.Over{Scope: cycle.RunScope, Budget: cycle.TimeBudget, Why: why}
-		}
-		if budget, why := b.overCount(a); why != "" {
-			return &cycle.Over{Scope: cycle.RunScope, Budget: budget, Why: why}
-		}
-	}
-	if budget, why := s.agentBudgets.agentOver(a); why != "" {
-		return &cycle.Over{Scope: cycle.AgentScope, Budget: budget, Why: why}
-	}
-	return nil
-}
-
-// overEvent is the event verdict o makes on a, and what it records.
-func overEvent(s *Supervisor, a *store.Agent, o *cycle.Over) (cycle.Event, *exhausted) {
-	ex := &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: string(o.Scope), Kind: o.Budget, RunID: a.RunID}, why: o.Why}
-	if o.Scope == cycle.AgentScope {
-		ex.Budget = *s.agentBudgets.budgetView(a)
-		return cycle.Event{Kind: o.Event(), Reason: agentBudgetReason + o.Why}, ex
-	}
-	if rb := s.runBudgets.budgetOf(a.RunID); rb != nil { // dropped only once the end is published
-		ex.Budget = budgetWire(rb.Budget)
-	}
-	return cycle.Event{Kind: o.Event(), Reason: "budget exhausted: " + o.Why, Detail: o.Why, Result: "withdrawn: the run's budget ran out"}, ex
-}
+// What the loop does when a budget runs out (budgets.go holds them and their verdict):
+// endOverBudget ends the run or pauses the agent through the applier, and the agent's
+// time budget bounds each step it takes (armBusyBudget).
 
 // endOverBudget carries out a round's budget verdict on the agent of run runID: a run's
 // ends the run (like stop: an open proposal is superseded, a started one withdrawn), the
@@ -57,36 +25,31 @@ func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over)
 	}
 	var v *api.Agent
 	var ex *exhausted
-	r.mu.Lock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	err := r.update(ctx, func(tx *store.Tx, a *store.Agent) error {
 		v, ex = nil, nil // a retried transaction starts over
-		a, err := tx.Agent(r.id)
-		if err != nil || a.RunID != runID || !active(a.State) {
-			return err // ended or replaced meanwhile
+		if a.RunID != runID || !active(a.State) {
+			return nil // ended or replaced meanwhile
 		}
 		p, err := orNone(tx.OpenProposal(a.ID))
 		if err != nil {
 			return err
 		}
-		round := cycle.Round{Agent: a.State, Over: overBudget(r.s, a)}
+		round := cycle.Round{Agent: a.State, Over: r.s.budgets.over(a)}
 		if p != nil {
 			round.Proposal = p.Status
 		}
 		if round.Over == nil || cycle.NextMove(round).Event != round.Over.Event() {
 			return nil // under it again, or it waits for the open proposal: the loop goes on
 		}
-		ev, x := overEvent(r.s, a, round.Over)
-		if _, err := apply(tx, &change{a: a, p: p, ev: ev, exhausted: x, pub: r.s.events.Publish}); err != nil {
-			return err
-		}
+		ev, x := r.s.budgets.overEvent(a, round.Over)
 		r.s.episodeHistory.storeWith(tx, a)
-		if err := tx.UpdateAgent(a); err != nil {
+		c := &change{a: a, p: p, ev: ev, exhausted: x, pub: r.s.events.Publish}
+		if res, err := applyShown(tx, c); err != nil || !res.moved {
 			return err
 		}
-		v, ex = known(a, nil, nil), x // the applier publishes it once this commits
+		v, ex = c.shown, x // the applier publishes it once this commits
 		return nil
 	})
-	r.mu.Unlock()
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			r.s.log.Error("carrying out a budget's end", "agent", r.id, "run", runID, "err", err)
@@ -124,27 +87,18 @@ func (r *runner) armBusyBudget(ctx context.Context) (done func()) {
 	})
 	return func() {
 		t.Stop()
-		if r.busyCut.Swap(false) && ctx.Err() == nil {
-			r.chargeCut(ctx)
+		if !r.busyCut.Swap(false) || ctx.Err() != nil {
+			return
 		}
-	}
-}
-
-// chargeCut raises the agent's busy time to its time budget after a step it cut.
-func (r *runner) chargeCut(ctx context.Context) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
+		// The step it cut raises the agent's busy time to its time budget.
+		err := r.update(ctx, func(tx *store.Tx, a *store.Agent) error {
+			if b := r.s.budgets.agentBudget(a); b.MaxWall > 0 {
+				a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
+			}
+			return tx.UpdateAgent(a)
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
 		}
-		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
-			a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
-		}
-		return tx.UpdateAgent(a)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
 	}
 }

@@ -184,7 +184,7 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 		if end.Outcome != want || end.Steps != 1 {
 			t.Errorf("%s: run end = %+v, want %s at step 1", name, end, want)
 		}
-		if h.sup.runBudgets.budgetOf(a.RunID) != nil {
+		if h.sup.budgets.budgetOf(a.RunID) != nil {
 			t.Errorf("%s: the ended run's budget is still cached", name)
 		}
 	}
@@ -275,7 +275,7 @@ func TestRequestBudgets(t *testing.T) {
 	if b := shown.Runs[0].Budget; b == nil || b.MaxTokens != 1 || b.MaxTime != "1h0m0s" {
 		t.Errorf("task run budget = %+v", b)
 	}
-	if h.sup.runBudgets.budgetOf(next.RunID) != nil {
+	if h.sup.budgets.budgetOf(next.RunID) != nil {
 		t.Error("the ended run's budget is still cached")
 	}
 }
@@ -515,7 +515,7 @@ func TestStoreKeepsRecordingWhenTheWorkspacesDiskIsFull(t *testing.T) {
 // one after every command.
 func TestCostlyWorkspaceWalkedWhenItMayBeOverItsBudget(t *testing.T) {
 	ws := smallFileSystem(t, "64m") // nothing else writes there
-	s := &agentBudgets{base: run.Budget{MaxDisk: 32 << 20}}
+	s := &budgets{base: run.Budget{MaxDisk: 32 << 20}}
 	a := &store.Agent{}
 	a.ID, a.Workspace = "a-1", ws
 	if n := s.diskAfter(a, commands.ClassWriteWorkspace); n < 0 {

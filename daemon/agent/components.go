@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Component names the supervisor itself provides.
@@ -130,12 +134,15 @@ func CheckComponents(extra []commands.Component, names []string) error {
 	return nil
 }
 
-// reportComponent logs a component's failure and has the applier tell the agent's
-// followers (component_failed); the step goes on without it. A hook called inside a
-// transaction (specIn's step reads through it) reports in that one, published once it
-// ends well; any other opens its own. An agent not stored (yet) is only logged.
+// reportComponent logs a component's failure, keeps it for agentctl doctor and has the
+// applier tell the agent's followers (component_failed); the step goes on without it. A
+// hook called inside a transaction (specIn's step reads through it) reports in that one,
+// published once it ends well; any other opens its own. Doctor shows what the followers
+// cannot see: a failure with no stored agent (a new agent's command list checked), or
+// reported in a transaction that rolled back.
 func (s *Supervisor) reportComponent(step *commands.Step, component, hook string, err error) {
 	s.log.Warn("component failed; skipped for this step", "agent", step.AgentID, "component", component, "hook", hook, "err", err)
+	s.compFailures.add(step, component, hook, err, s.now())
 	ev := cycle.Event{Kind: cycle.ComponentFailed, Detail: fmt.Sprintf("component %s failed in %s and was skipped for this step: %v", component, hook, err)}
 	report := func(tx *store.Tx) error {
 		a, err := tx.Agent(step.AgentID)
@@ -153,6 +160,48 @@ func (s *Supervisor) reportComponent(step *commands.Step, component, hook string
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn("component failure not reported", "agent", step.AgentID, "component", component, "err", err)
 	}
+}
+
+// compFailures keeps each component's last failure since the daemon started, which
+// agentctl doctor shows whoever else was told of it.
+type compFailures struct {
+	mu   sync.Mutex
+	last map[string]compFailure // by component name
+}
+
+type compFailure struct {
+	who, hook, err string // who: "for agent NAME", and whether it was stored yet
+	at             time.Time
+	count          int // failures since the daemon started
+}
+
+func (f *compFailures) add(step *commands.Step, component, hook string, err error, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == nil {
+		f.last = map[string]compFailure{}
+	}
+	who := "for agent " + step.AgentName
+	if step.AgentID == "" {
+		who += ", being created"
+	}
+	f.last[component] = compFailure{who: who, hook: hook, err: err.Error(), at: at, count: f.last[component].count + 1}
+}
+
+// doctorCheck is agentctl doctor's warning of each component that failed, with its last
+// failure; nothing while none has.
+func (f *compFailures) doctorCheck(context.Context) []api.Check {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []api.Check
+	for _, name := range slices.Sorted(maps.Keys(f.last)) {
+		c := f.last[name]
+		out = append(out, api.Check{Name: "component " + name, Status: api.CheckWarn,
+			Detail: fmt.Sprintf("failed %s since agentd started, the steps going on without it; last at %s in %s %s: %s",
+				display.Count(c.count, "time", "times"), c.at.Format(time.DateTime), c.hook, c.who, c.err),
+			Fix: "see agentd's log for each failure; fix the component, or leave it out with disabled_components in [agent] or [agents.NAME]"})
+	}
+	return out
 }
 
 // stepOf describes agent a to its components.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // explodingComponent panics in every protocol method it implements.
@@ -117,6 +118,81 @@ func TestComponentFailureInsideATransactionIsShownOnceItEnds(t *testing.T) {
 	if len(got) != 1 || got[0].Type != api.EventError || got[0].AgentID != a.ID ||
 		!strings.Contains(got[0].Message, "component failing failed in Commands and was skipped for this step: provider is down") {
 		t.Fatalf("events after the policy test = %+v, want one error event naming the failing component", got)
+	}
+}
+
+// A component that fails with no stored agent to tell (a new agent's command list is
+// checked against the commands the components offer) is not only logged: agentctl doctor
+// warns of it, naming the component, the hook, the error and how often it failed, with
+// the fix. Doctor is silent on components while none has failed.
+func TestComponentFailureWithNoStoredAgentIsShownByDoctor(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{failingCommands{}} })
+	componentChecks := func() []api.Check {
+		rep, err := h.sup.doctor.Doctor(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []api.Check
+		for _, c := range rep.Checks {
+			if strings.HasPrefix(c.Name, "component") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got := componentChecks(); len(got) != 0 {
+		t.Fatalf("doctor before any failure = %+v, want no component check", got)
+	}
+	h.create(api.CreateAgentRequest{Name: "listed", Commands: []string{"read_file"}})
+	got := componentChecks()
+	if len(got) != 1 || got[0].Name != "component failing" || got[0].Status != api.CheckWarn || got[0].Fix == "" ||
+		!strings.Contains(got[0].Detail, "in Commands for agent listed, being created: provider is down") {
+		t.Fatalf("doctor after the failure = %+v, want one warning naming the failing component, its hook, the new agent and the error, with a fix", got)
+	}
+	if !strings.Contains(got[0].Detail, "failed 1 time since") {
+		t.Errorf("doctor's count = %q, want 1 time", got[0].Detail)
+	}
+}
+
+// A component failure reported inside a write transaction that then rolls back shows
+// no event to the agent's followers (nothing of the transaction happened), and agentctl
+// doctor still warns of it.
+func TestComponentFailureInARolledBackTransactionIsShownByDoctor(t *testing.T) {
+	h := newHarness(t)
+	a := h.create(api.CreateAgentRequest{Name: "idle-one"})
+	events, unsub := h.sup.Events().Subscribe(a.ID, 0)
+	defer unsub()
+	for len(events) > 0 {
+		<-events
+	}
+	rolledBack := errors.New("rolled back")
+	err := h.sup.st.Tx(context.Background(), func(tx *store.Tx) error {
+		stored, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		step := h.sup.stepOf(stored)
+		step.State = txState{tx: tx, id: a.ID}
+		h.sup.reportComponent(step, "flaky", "Messages", errors.New("index is gone"))
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatalf("transaction = %v, want it rolled back", err)
+	}
+	if len(events) != 0 {
+		t.Errorf("an event from a rolled-back transaction was published: %+v", <-events)
+	}
+	rep, err := h.sup.doctor.Doctor(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, c := range rep.Checks {
+		found = found || c.Name == "component flaky" && c.Status == api.CheckWarn &&
+			strings.Contains(c.Detail, "in Messages for agent idle-one: index is gone")
+	}
+	if !found {
+		t.Errorf("doctor = %+v, want a warning of component flaky's failure in Messages", rep.Checks)
 	}
 }
 

@@ -32,7 +32,7 @@ const (
 // store (effect.Previews.Run): what a's disk budget leaves beside its workspace, so an
 // agent cannot double its disk by having its commands run ahead; 0 when a has no disk
 // budget (the preview's own bound holds).
-func (s *agentBudgets) previewRoom(a *store.Agent) int64 {
+func (s *budgets) previewRoom(a *store.Agent) int64 {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
 		return 0
@@ -42,7 +42,7 @@ func (s *agentBudgets) previewRoom(a *store.Agent) int64 {
 
 // diskAfter measures a's workspace after a command of class ran, when a has a disk
 // budget and the command may have written; -1 when nothing was measured (see cheapWalk).
-func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
+func (s *budgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
 		return -1
@@ -64,7 +64,7 @@ func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 // watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
 // diskWatchEvery on its workspace), and cuts the command (cancel) once the workspace is
 // over it. stop ends the watch and says why the command was cut, or "".
-func (s *agentBudgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
+func (s *budgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
 		return func() string { return "" }

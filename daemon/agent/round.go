@@ -116,7 +116,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 	case cycle.AskModel, cycle.Weigh, cycle.RunIt:
 		// A step that begins over the budget (only an approved command can: a model
 		// step is checked before) is not cut; the agent pauses after it.
-		if b := r.s.agentBudgets.agentBudget(f.a); b.MaxWall > 0 {
+		if b := r.s.budgets.agentBudget(f.a); b.MaxWall > 0 {
 			r.busyLeft = max(b.MaxWall-time.Duration(f.a.BusyMS)*time.Millisecond, 0)
 		}
 	}
@@ -129,7 +129,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 }
 
 // readRound reads the round's facts of agent id in tx: the agent, its open proposal, and
-// the verdicts of its budgets (one, overBudget's) and helpers. A pending proposal is left unweighed.
+// the verdicts of its budgets (one, budgets.over's) and helpers. A pending proposal is left unweighed.
 func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	a, err := tx.Agent(id)
 	if err != nil {
@@ -139,7 +139,7 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	if !active(a.State) {
 		return f, nil
 	}
-	f.Over = overBudget(s, a)
+	f.Over = s.budgets.over(a)
 	p, err := tx.OpenProposal(a.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return f, nil

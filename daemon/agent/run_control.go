@@ -61,17 +61,14 @@ func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string)
 			return err
 		}
 		s.history.storeWith(tx, a)
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
+		edited := &change{a: a, ev: cycle.Event{Kind: cycle.Edited}}
+		if shows == nil || !shows.showedState {
+			edited.pub = s.events.Publish // else shows' state event shows it
 		}
-		out, err = view(tx, a)
-		if shows != nil {
+		_, err = applyShown(tx, edited)
+		if out = edited.shown; shows != nil {
 			shows.shown = out
 		}
-		if err != nil || shows != nil && shows.showedState {
-			return err
-		}
-		_, err = apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Edited}, pub: s.events.Publish, shown: out})
 		return err
 	})
 	r.mu.Unlock()
@@ -134,7 +131,7 @@ func (s *runs) resume(ctx context.Context, ref, only string) (*api.Agent, error)
 		if a.RunID == "" || a.Task == "" {
 			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
 		}
-		if _, why := s.agentBudgets.agentOver(a); why != "" {
+		if _, why := s.budgets.agentOver(a); why != "" {
 			return conflict("agent %s is over its budget: %s", a.Name, why)
 		}
 		shows.a, shows.ev = a, cycle.Event{Kind: cycle.Resume}
@@ -237,7 +234,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
 		// Refused now rather than accepted and paused before its first step.
-		if _, why := s.agentBudgets.agentOver(a); why != "" {
+		if _, why := s.budgets.agentOver(a); why != "" {
 			return conflict("agent %s is over its budget, so it cannot take a task: %s", a.Name, why)
 		}
 		if err := newRunTx(tx, a, task); err != nil {
@@ -261,12 +258,12 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 			}
 			// Cached before the commit: the loop, woken after it, must see the budget.
 			runID = a.RunID
-			s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
+			s.budgets.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
 		}
 		return tx.Audit(a.ID, "task", map[string]string{"task": task, "run": a.RunID})
 	})
 	if err != nil && runID != "" {
-		s.runBudgets.dropBudget(runID)
+		s.budgets.dropBudget(runID)
 	}
 	if err != nil && batchID != "" {
 		s.batchRuns.drop(batchID)
@@ -277,7 +274,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 // timeUp interrupts a run out of wall time: a model call or a command in flight is
 // cancelled, and the loop, woken, ends the run.
 func (s *runs) timeUp(runID string) {
-	b := s.runBudgets.budgetOf(runID)
+	b := s.budgets.budgetOf(runID)
 	if b == nil {
 		return
 	}
@@ -291,7 +288,7 @@ func (s *runs) timeUp(runID string) {
 // runEnded forgets an ended run's budget and tells Options.OnRunEnd how it ended.
 // Called after the end is committed, holding no lock.
 func (s *runs) runEnded(runID string) {
-	s.runBudgets.dropBudget(runID)
+	s.budgets.dropBudget(runID)
 	s.batchRuns.drop(runID)
 	if runID == "" {
 		return
@@ -331,7 +328,7 @@ func (s *runs) remeasure(ctx context.Context, ref string) {
 	var id, ws string
 	s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
-		if err == nil && overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" {
+		if err == nil && overDisk(a, s.budgets.agentBudget(a).MaxDisk) != "" {
 			id, ws = a.ID, a.Workspace
 		}
 		return err

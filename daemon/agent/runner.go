@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // runner drives one agent's cycle. Its loop reads the stored state, does the one thing that
@@ -92,22 +93,7 @@ func (r *runner) cancel(command bool) {
 
 // sleep waits d, or less when woken; it reports false when ctx ended.
 func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
-	return sleepUntil(ctx, d, r.wake, nil)
-}
-
-// sleepUntil waits d, or less when wake sends or done closes (either may be nil); it
-// reports false when ctx ended.
-func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done <-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-wake:
-	case <-done:
-	case <-ctx.Done():
-		return false
-	}
-	return true
+	return backoff.SleepOr(ctx, d, r.wake, nil)
 }
 
 // errNotApproved stops an execution whose proposal is no longer approved or approvable.
@@ -286,7 +272,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s.helpers, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
-		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
+		stopWatch := r.s.budgets.watchDisk(st.a, st.cancel)
 		if st.apply {
 			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
 		} else {
@@ -294,7 +280,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {
-			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(st.a), l, st.a, p, cmd)), time.Since(began))
+			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s.st, r.s.previews, r.s.budgets.previewRoom(st.a), l, st.a, p, cmd)), time.Since(began))
 			return
 		}
 		switch {
@@ -303,7 +289,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		case o.Err != nil && diskCut != "":
 			o.Err = fmt.Errorf("cut off: %s (%w)", diskCut, o.Err)
 		}
-		disk = r.s.agentBudgets.diskAfter(st.a, cmd.Spec().Class)
+		disk = r.s.budgets.diskAfter(st.a, cmd.Spec().Class)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start
@@ -364,18 +350,25 @@ func applyPreview(ctx context.Context, previews *effect.Previews, a *store.Agent
 	return previews.Apply(ctx, a.ID, a.Workspace, p.Preview.Effect)
 }
 
+// update runs fn on the agent, read in one transaction, under the runner's lock.
+func (r *runner) update(ctx context.Context, fn func(tx *store.Tx, a *store.Agent) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		return fn(tx, a)
+	})
+}
+
 // setState applies ev, an event that moves only the agent's state (and a lost result's
 // proposal); the applier publishes the agent's new state. With f, the round that chose ev, it
 // does nothing when the agent changed since; without, when the agent is not active or
 // ev would not change it.
 func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
+	return r.update(ctx, func(tx *store.Tx, cur *store.Agent) (err error) {
 		ev := cycle.Event{Kind: k, Reason: strings.Join(reason, "")}
 		var p *api.Proposal
 		switch {
@@ -391,18 +384,14 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 			ev = settleEvent(cur, p, k)
 			ev.Writes = k == cycle.ResultLost && r.s.checkpoints.took(tx, p) // its change is recorded as not known
 		}
-		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish, ckpt: r.s.checkpoints}
-		if res, err := apply(tx, c); err != nil || !res.moved {
+		// The applier publishes the new state once this commits.
+		if res, err := applyShown(tx, &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish, ckpt: r.s.checkpoints}); err != nil || !res.moved {
 			return err
 		}
 		if k == cycle.ResultLost {
 			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
 		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
-		c.shown, err = view(tx, cur) // the applier publishes the new state once this commits
-		return err
+		return nil
 	})
 }
 

@@ -95,7 +95,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		return nil, err
 	}
 	if opt != nil {
-		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
+		s.budgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
 	}
 	if start && batch {
 		s.batchRuns.mark(a.RunID) // before the loop's first step
@@ -299,7 +299,7 @@ func (s *runs) removed(g removal) {
 			s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 		}
 	}
-	s.agentBudgets.walks.forget(g.id)
+	s.budgets.walks.forget(g.id)
 	if err := s.previews.Forget(g.id); err != nil {
 		s.log.Warn("agent: effect previews not removed", "agent", g.id, "err", err)
 	}
@@ -314,7 +314,7 @@ func (s *runs) endRemovedRuns(ctx context.Context, all []removal) {
 		if g.open == nil {
 			continue
 		}
-		s.runBudgets.dropBudget(g.open.RunID)
+		s.budgets.dropBudget(g.open.RunID)
 		s.batchRuns.drop(g.open.RunID)
 		if i == 0 {
 			// A parent may be waiting for the removed agent (removed by a person or by
@@ -330,20 +330,19 @@ func (s *runs) endRemovedRuns(ctx context.Context, all []removal) {
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them
 // tasks, pausing, resuming and stopping them, and what happens when a run ends.
 type runs struct {
-	host         runHost // the supervisor: runners, settings, pipelines
-	workspaces   *workspaceDirs
-	st           *store.Store
-	log          *slog.Logger
-	events       *run.Broker
-	onRunEnd     func(run.End)   // Options.OnRunEnd
-	onRemoved    func(id string) // Options.OnAgentRemoved
-	runBudgets   *runBudgets
-	batchRuns    *batchRuns // runs started by StartTask and CreateRun
-	agentBudgets *agentBudgets
-	helpers      *helpers
-	memory       *memoryService
-	history      *episodeHistory  // stores the summaries waiting, with every change (storeWith)
-	previews     *effect.Previews // a removed agent's effect previews go with it
+	host       runHost // the supervisor: runners, settings, pipelines
+	workspaces *workspaceDirs
+	st         *store.Store
+	log        *slog.Logger
+	events     *run.Broker
+	onRunEnd   func(run.End)   // Options.OnRunEnd
+	onRemoved  func(id string) // Options.OnAgentRemoved
+	budgets    *budgets
+	batchRuns  *batchRuns // runs started by StartTask and CreateRun
+	helpers    *helpers
+	memory     *memoryService
+	history    *episodeHistory  // stores the summaries waiting, with every change (storeWith)
+	previews   *effect.Previews // a removed agent's effect previews go with it
 }
 
 // applyRunOptions stores the run's budget, the agent's patterns and what a check found

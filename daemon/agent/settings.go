@@ -182,19 +182,15 @@ func overrideBudget(cfg *config.Config, o config.AgentOverride) *run.Budget {
 	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil && o.MaxDisk == nil {
 		return nil
 	}
-	b := agentBudgetOf(cfg)
-	if o.MaxSteps != nil {
-		b.MaxSteps = *o.MaxSteps
-	}
-	if o.MaxTokens != nil {
-		b.MaxTokens = *o.MaxTokens
-	}
+	var wall *time.Duration
+	var disk *int64
 	if o.MaxTime != nil {
-		b.MaxWall = o.MaxTime.Duration
+		wall = &o.MaxTime.Duration
 	}
 	if o.MaxDisk != nil {
-		b.MaxDisk = int64(*o.MaxDisk)
+		disk = new(int64(*o.MaxDisk))
 	}
+	b := agentBudgetOf(cfg).With(o.MaxSteps, o.MaxTokens, wall, disk)
 	return &b
 }
 

@@ -45,11 +45,11 @@ type Supervisor struct {
 	policyService  *policyService  // the policy endpoints (policy_service.go)
 	auditLog       *auditLog       // the audit log and replays (audit.go)
 	doctor         *doctor         // agentctl doctor (doctor.go)
-	runBudgets     *runBudgets     // the budgets of runs in progress (run_budgets.go)
+	compFailures   compFailures    // each component's last failure, for doctor (components.go)
+	budgets        *budgets        // runs' and agents' budgets, and their one verdict (budget.go)
 	batchRuns      *batchRuns      // the runs whose model calls queue as batch work (priority.go)
 	decisions      *decisions      // people's decisions and answers (decide.go)
 	helpers        *helpers        // helper agents kept in step with their parents (helpers.go)
-	agentBudgets   *agentBudgets   // each agent's budget over all its runs (agent_budget.go)
 	runs           *runs           // runs started, changed and ended (service.go, run_control.go)
 	agentViews     *agentViews     // the read-only views: status, agents, history (views.go)
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
@@ -138,19 +138,18 @@ func wireParts(s *Supervisor, opt Options) {
 		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
 	}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace,
-		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck)}
+		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck, s.compFailures.doctorCheck)}
 	s.batchRuns = &batchRuns{}
 	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, checkpoints: s.checkpoints,
 		events: s.events, batchRuns: s.batchRuns, maxDepth: opt.MaxHelperDepth, maxHelpers: opt.MaxHelpers, kick: s.kick}
-	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
-	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
+	s.budgets = &budgets{st: s.st, base: opt.AgentBudget, overrides: opt.Agents, byRun: map[string]*runBudget{}}
 	s.runs = &runs{
 		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
-		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
+		budgets: s.budgets, batchRuns: s.batchRuns, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory, previews: s.previews,
 	}
-	s.runBudgets.timeUp, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.remeasure
-	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
+	s.budgets.timeUp, s.budgets.remeasure = s.runs.timeUp, s.runs.remeasure
+	s.budgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
 		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
 	}
 	// The helpers and rewinds change an agent under its runner's lock without touching it.
@@ -172,7 +171,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
-		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
+		st: s.st, events: s.events, budgets: s.budgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
 		freshen: s.freshen, fresh: statusFresh,
 	}
@@ -196,7 +195,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.ctx = ctx
 	s.mu.Unlock()
 	// In this order: the ends of helper runs are delivered before strays are stopped.
-	for _, step := range []func(context.Context) error{s.workspaceDirs.resolveWorkspaces, s.recover, s.runBudgets.loadBudgets,
+	for _, step := range []func(context.Context) error{s.workspaceDirs.resolveWorkspaces, s.recover, s.budgets.loadBudgets,
 		func(ctx context.Context) error { return s.batchRuns.load(ctx, s.st) }, s.helpers.deliverEnded, s.helpers.stopStrays} {
 		if err := step(ctx); err != nil {
 			return err

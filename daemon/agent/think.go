@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/internal/randid"
 )
@@ -299,12 +300,7 @@ func startProposed(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p, last
 // busy is the time the model took. The error is published once the count commits, and
 // the applier publishes the pause after it.
 func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError, busy time.Duration) {
-	r.mu.Lock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
+	err := r.update(ctx, func(tx *store.Tx, a *store.Agent) (err error) {
 		a.Strikes++
 		a.BusyMS += busy.Milliseconds()
 		if err := tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes}); err != nil {
@@ -313,25 +309,15 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.InvalidReply, Detail: "invalid model reply: " + strings.Join(inv.Problems, "; ")}, pub: r.s.events.Publish}); err != nil {
 			return err
 		}
-		var paused *change
-		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
-			ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
-				a.Strikes, strings.Join(inv.Problems, "; "), a.Name)}
-			tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
-			paused = &change{a: a, ev: ev, pub: r.s.events.Publish}
-			if _, err := apply(tx, paused); err != nil {
-				return err
-			}
+		if a.Strikes < l.MaxInvalidReplies || !active(a.State) {
+			return tx.UpdateAgent(a)
 		}
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		if paused != nil {
-			paused.shown, err = view(tx, a)
-		}
+		ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
+			a.Strikes, strings.Join(inv.Problems, "; "), a.Name)}
+		tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
+		_, err = applyShown(tx, &change{a: a, ev: ev, pub: r.s.events.Publish})
 		return err
 	})
-	r.mu.Unlock()
 	if err != nil {
 		r.s.log.Error("recording invalid reply", "agent", r.id, "err", err)
 	}
@@ -356,7 +342,7 @@ func (r *runner) modelError(ctx context.Context, model string, err error) {
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
 	_ = r.setState(ctx, nil, cycle.ModelDown, reason) // the wait below goes on regardless
-	sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
+	backoff.SleepOr(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
 	select {
 	case <-back: // its host is back: a new outage starts its backoff over
 		r.waitAttempt = 0
@@ -413,13 +399,7 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 		}
 		pr = profile{} // an unusable profile: fall back to a plain one
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(a.ID)
-		if err != nil {
-			return err
-		}
+	return r.update(ctx, func(tx *store.Tx, cur *store.Agent) (err error) {
 		name := slug(pr.Name)
 		if name != "" && cur.Name == tempName(cur.ID) {
 			if taken, _ := tx.NameTaken(name); !taken {
@@ -439,18 +419,10 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 		if err := tx.Audit(a.ID, "profile", map[string]any{"name": cur.Name, "description": cur.Description}); err != nil {
 			return err
 		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
 		*a = *cur
-		shown := &change{a: cur, ev: cycle.Event{Kind: cycle.ProfileWritten, Detail: "profile written"}, pub: r.s.events.Publish}
-		if _, err := apply(tx, shown); err != nil {
-			return err
-		}
-		shown.shown, err = view(tx, cur)
+		_, err = applyShown(tx, &change{a: cur, ev: cycle.Event{Kind: cycle.ProfileWritten, Detail: "profile written"}, pub: r.s.events.Publish})
 		return err
 	})
-	return err
 }
 
 // slug turns a model-written name into a valid agent name, or "".
@@ -518,7 +490,7 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last *api.Proposal, cmds commands.Set) {
 	if c, ok := cmds.Get(p.Command); ok {
 		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) } // through the applier, which publishes it
-		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing)
+		withEffect(ctx, r.s.st, r.s.previews, r.s.budgets.previewRoom(a), l, a, p, last, c, previewing)
 	}
 }
 
@@ -532,7 +504,7 @@ func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, 
 	if !ok {
 		return
 	}
-	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, c)
+	rerun := rerunPreview(ctx, r.s.st, r.s.previews, r.s.budgets.previewRoom(a), l, a, p, c)
 	why := boundedPreviewReason
 	if again := ranAgain(rerun, "in yours"); again != "" {
 		why = "ran ahead in the pattern's bounded profile; " + again

@@ -206,6 +206,21 @@ func transit(tx *store.Tx, a *store.Agent, p *api.Proposal, ev cycle.Event) (mov
 	return res.moved, res.effects, err
 }
 
+// applyShown is apply of c, then c.a written as c left it and shown as stored — with its
+// open proposal and question, read in tx — by the events the applier publishes once tx
+// commits. When c's proposal did not move, nothing is written.
+func applyShown(tx *store.Tx, c *change) (applied, error) {
+	res, err := apply(tx, c)
+	if err != nil || !res.moved {
+		return res, err
+	}
+	if err := tx.UpdateAgent(c.a); err != nil {
+		return res, err
+	}
+	c.shown, err = view(tx, c.a)
+	return res, err
+}
+
 // newRunTx starts a new run of the idle agent a with task; the caller writes a.
 func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	// Nothing of the last run may be decided in the new one: the task supersedes it.
@@ -225,11 +240,7 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 // commits; it returns a's view.
 func created(tx *store.Tx, a *store.Agent, pub func(api.Event) api.Event) (*api.Agent, error) {
 	c := &change{a: a, ev: cycle.Event{Kind: cycle.Created, Detail: "created"}, pub: pub}
-	if _, err := apply(tx, c); err != nil {
-		return nil, err
-	}
-	var err error
-	c.shown, err = view(tx, a)
+	_, err := applyShown(tx, c)
 	return c.shown, err
 }
 

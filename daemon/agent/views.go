@@ -20,8 +20,8 @@ const shownRuns = 5
 type agentViews struct {
 	st       *store.Store
 	events   *run.Broker
-	budgets  *agentBudgets // each agent's budget, shown with it
-	model    *modelState   // the model server's state, for the status
+	budgets  *budgets    // each agent's budget, shown with it
+	model    *modelState // the model server's state, for the status
 	version  string
 	stateDir string
 	started  time.Time

@@ -25,6 +25,25 @@ type Budget struct {
 	MaxDisk int64
 }
 
+// With is b with the fields a source sets replaced (nil: kept), so that every source of
+// an agent's budget — [agents.NAME] over [agent], `agentctl budget` over both — is laid
+// over the one before it the same way.
+func (b Budget) With(steps *int, tokens *int64, wall *time.Duration, disk *int64) Budget {
+	if steps != nil {
+		b.MaxSteps = *steps
+	}
+	if tokens != nil {
+		b.MaxTokens = *tokens
+	}
+	if wall != nil {
+		b.MaxWall = *wall
+	}
+	if disk != nil {
+		b.MaxDisk = *disk
+	}
+	return b
+}
+
 // IsZero reports whether b bounds nothing.
 func (b Budget) IsZero() bool { return b == Budget{} }
 

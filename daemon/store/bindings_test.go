@@ -157,6 +157,12 @@ func TestTeamBindings(t *testing.T) {
 		if err != nil || b.TeamRunID != "t-2" {
 			t.Errorf("ended run's thread = %+v, %v", b, err)
 		}
+		if ended, err := tx.TeamBindingsOf("t-2"); err != nil || len(ended) != 1 || ended[0].Thread != "100.2" {
+			t.Errorf("ended run's threads by its id = %+v, %v", ended, err)
+		}
+		if none, err := tx.TeamBindingsOf("t-9"); err != nil || len(none) != 0 {
+			t.Errorf("threads of a run never bound = %+v, %v", none, err)
+		}
 		if _, err := tx.TeamBindingByThread("discord", "C1", "100.1"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("other platform: %v", err)
 		}

@@ -39,3 +39,10 @@ func (t *Tx) TeamBindings() ([]*TeamBinding, error) {
 	return queryAll(t, nil, "team bindings", scanTeamBinding, `SELECT `+teamBindingCols+` FROM team_bindings
 		WHERE team_run_id IN (SELECT id FROM team_runs WHERE status = 'running') ORDER BY created_at, team_run_id, platform`)
 }
+
+// TeamBindingsOf returns a team run's threads, one per platform, running or ended: a
+// role agent's last events still go there after its run ended.
+func (t *Tx) TeamBindingsOf(teamRunID string) ([]*TeamBinding, error) {
+	return queryAll(t, nil, "team bindings", scanTeamBinding, `SELECT `+teamBindingCols+` FROM team_bindings
+		WHERE team_run_id = ? ORDER BY platform`, teamRunID)
+}

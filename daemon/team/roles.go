@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
@@ -176,21 +175,4 @@ func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st
 		return "", err
 	}
 	return strings.TrimSpace(out.Conclusion), nil
-}
-
-// sleep waits d; it reports false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool { return sleepUntil(ctx, d, nil) }
-
-// sleepUntil is sleep that also ends when done closes.
-func sleepUntil(ctx context.Context, d time.Duration, done <-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

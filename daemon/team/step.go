@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/display"
 )
 
@@ -140,7 +141,7 @@ func (e *Engine) retryModel(ctx context.Context, r *store.TeamRun, failures int,
 	model, _ := e.params()
 	back, stop := e.opt.LLM.Servable(model)
 	defer stop()
-	return sleepUntil(ctx, e.opt.Backoff(failures), back)
+	return backoff.SleepOr(ctx, e.opt.Backoff(failures), nil, back)
 }
 
 // record applies step s to team run id; false ends the loop (the team ended, or ctx
@@ -170,7 +171,7 @@ func (e *Engine) record(ctx context.Context, id string, l *live, s *step, starte
 		return false
 	}
 	e.log.Error("team: recording a step", "team", id, "err", err)
-	return sleep(ctx, e.opt.Backoff(1))
+	return backoff.Sleep(ctx, e.opt.Backoff(1))
 }
 
 // modelError marks a failed model call, which the loop retries with backoff.

@@ -72,14 +72,16 @@ type Phase struct {
 func (p *Phase) Composed() bool { return len(p.Phases) > 0 }
 
 // State is a step of the workflow: its phases in order, then the choice of the next state.
+// The file writes it as it is, but for its name (its table's) and Next (NextText).
 type State struct {
-	Name     string
-	Prompt   string
-	Roles    []string // the roles that act in this state (from its phases when not given)
-	Phases   []string
-	MaxTurns int    // turns over the state's phases; 0: no limit but the phases'
-	Choose   string // "rule" (first next whose condition holds) or "model"
-	Next     []Next
+	Name     string   `toml:"-"`
+	Prompt   string   `toml:"prompt"`
+	Roles    []string `toml:"roles"` // the roles that act in this state (from its phases when not given)
+	Phases   []string `toml:"phases"`
+	MaxTurns int      `toml:"max_turns"` // turns over the state's phases; 0: no limit but the phases'
+	Choose   string   `toml:"choose"`    // "rule" (first next whose condition holds) or "model"
+	Next     []Next   `toml:"-"`
+	NextText []any    `toml:"next"` // Next as the file writes it: names or {state, when} tables
 }
 
 // Next is one possible next state; When nil always holds.
@@ -116,24 +118,15 @@ func (e *Error) Error() string {
 }
 
 // The file's shape, as TOML decodes it.
-type fileState struct {
-	Prompt   string   `toml:"prompt"`
-	Roles    []string `toml:"roles"`
-	Phases   []string `toml:"phases"`
-	MaxTurns int      `toml:"max_turns"`
-	Choose   string   `toml:"choose"`
-	Next     []any    `toml:"next"`
-}
-
 type file struct {
-	Name        string               `toml:"name"`
-	Description string               `toml:"description"`
-	Root        string               `toml:"root"`
-	MaxTurns    int                  `toml:"max_turns"`
-	Vars        map[string]string    `toml:"vars"`
-	Roles       map[string]Role      `toml:"roles"`
-	Phases      map[string]Phase     `toml:"phases"`
-	States      map[string]fileState `toml:"states"`
+	Name        string            `toml:"name"`
+	Description string            `toml:"description"`
+	Root        string            `toml:"root"`
+	MaxTurns    int               `toml:"max_turns"`
+	Vars        map[string]string `toml:"vars"`
+	Roles       map[string]Role   `toml:"roles"`
+	Phases      map[string]Phase  `toml:"phases"`
+	States      map[string]State  `toml:"states"`
 }
 
 var placeholderRE = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
@@ -358,7 +351,7 @@ func (v *validator) phase(name string, fp Phase, f *file, w *Workflow) *Phase {
 	return p
 }
 
-func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *State {
+func (v *validator) state(name string, fs State, f *file, w *Workflow) *State {
 	key := "states." + name
 	if !isName(name) || name == End {
 		v.add(key, "state %q: use lowercase letters, digits and _, starting with a letter (at most 24), and not %q", name, End)
@@ -410,7 +403,7 @@ func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *Stat
 	default:
 		v.add(key+".choose", "state %s: choose %q: use rule (the first next whose when holds) or model", name, fs.Choose)
 	}
-	for i, n := range fs.Next {
+	for i, n := range fs.NextText {
 		if nx, ok := v.next(key, name, i, n, f, w); ok {
 			s.Next = append(s.Next, nx)
 		}

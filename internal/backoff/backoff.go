@@ -39,12 +39,21 @@ func (p Policy) Next(attempt int) time.Duration {
 	return time.Duration(float64(d) * (1 + p.Jitter*(2*r()-1)))
 }
 
-// Sleep waits d, or until ctx ends, whichever comes first.
-func Sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d, or until ctx ends, whichever comes first; it reports false when ctx
+// ended first.
+func Sleep(ctx context.Context, d time.Duration) bool { return SleepOr(ctx, d, nil, nil) }
+
+// SleepOr is Sleep that also ends early, reporting true, when wake sends or done closes
+// (either may be nil): an agent woken by a person, a model's host back in the pool.
+func SleepOr(ctx context.Context, d time.Duration, wake <-chan struct{}, done <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ctx.Done():
 	case <-t.C:
+	case <-wake:
+	case <-done:
+	case <-ctx.Done():
+		return false
 	}
+	return true
 }

@@ -68,3 +68,26 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 	}
 	Sleep(context.Background(), time.Millisecond)
 }
+
+// TestSleepOrEndsEarlyWhenWokenOrDone: a wait of an hour ends, reporting true, as soon as
+// its wake channel sends or its done channel closes, and reports false when its context
+// ends first; a short wait reports true by itself.
+func TestSleepOrEndsEarlyWhenWokenOrDone(t *testing.T) {
+	wake, done := make(chan struct{}, 1), make(chan struct{})
+	wake <- struct{}{}
+	if !SleepOr(context.Background(), time.Hour, wake, nil) {
+		t.Error("SleepOr woken = false, want true")
+	}
+	close(done)
+	if !SleepOr(context.Background(), time.Hour, nil, done) {
+		t.Error("SleepOr with done closed = false, want true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if SleepOr(ctx, time.Hour, nil, nil) {
+		t.Error("SleepOr with its context ended = true, want false")
+	}
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Error("a short Sleep = false, want true")
+	}
+}

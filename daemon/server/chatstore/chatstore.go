@@ -112,6 +112,11 @@ func (s Bindings) TeamBindings(ctx context.Context) ([]*bots.TeamBinding, error)
 	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.TeamBinding, error) { return tx.TeamBindings() })
 }
 
+// TeamBindingsOf returns a team run's threads, whether it runs or ended.
+func (s Bindings) TeamBindingsOf(ctx context.Context, teamID string) ([]*bots.TeamBinding, error) {
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.TeamBinding, error) { return tx.TeamBindingsOf(teamID) })
+}
+
 // SetTeamSeq records the last transcript entry posted in a team run's thread.
 func (s Bindings) SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetTeamSeq(teamID, platform, seq) })
