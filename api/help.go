@@ -11,7 +11,8 @@ const DecisionHelp = `  y        run it
   y -N     run it and the next N-1 proposals of this run without asking (a grant)
   y!       run it, and from now on run this exact command with these exact args
            unasked (a grant; other args ask again, and so does a shell or Python line
-           once another step changed the workspace; agentctl policy widens or revokes it)
+           once another step changed the workspace, or may have; agentctl policy
+           widens or revokes it)
   n        don't run it; the run ends and the agent waits for a new task
   n!       like n, and refuse this exact command from now on
   TEXT     anything else is feedback: the command does not run, the agent reads TEXT

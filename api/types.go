@@ -298,6 +298,9 @@ type PolicyView struct {
 	AgentID     string       `json:"agent_id"`
 	AutoRead    bool         `json:"auto_read"`
 	Permissions []Permission `json:"permissions"`
+	// Warnings say where the patterns hold less than they read: write-deny rules while
+	// the daemon's checkpoints are off, which then have no second wall.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PermissionRequest adds or removes a stored pattern of an agent.

@@ -238,13 +238,10 @@ func TestResolvePathWorkspace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ResolvePath(tt.workspace, "docs")
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want error containing %q", got, err, tt.wantErr)
-				}
+			if testutil.WantErr(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil || got != tt.want {
+			if got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
 		})

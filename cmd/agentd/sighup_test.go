@@ -57,20 +57,14 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, "--config", cfgPath, "--state-dir", filepath.Join(dir, "state"), "--socket", sock)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AGENTD_") && !strings.HasPrefix(kv, "OLLAMA_") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = testutil.Environ("AGENTD_", "OLLAMA_", "NOTIFY_SOCKET=")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	grp, err := testutil.StartGroup(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // only if a check failed before SIGTERM
+		grp.End(syscall.SIGKILL, 0) // only if a check failed before SIGTERM
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			t.Logf("agentd log:\n%s", b[max(0, len(b)-8<<10):])
@@ -78,10 +72,8 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	})
 	alive := func() {
 		t.Helper()
-		select {
-		case err := <-exited:
-			t.Fatalf("agentd exited: %v", err)
-		default:
+		if !grp.Running() {
+			t.Fatalf("agentd exited: %v", cmd.ProcessState)
 		}
 	}
 
@@ -176,9 +168,9 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("agentd exit after SIGTERM: %v, want 0", err)
+	case <-grp.Done():
+		if !cmd.ProcessState.Success() {
+			t.Errorf("agentd exit after SIGTERM: %v, want 0", cmd.ProcessState)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("agentd did not stop on SIGTERM")

@@ -80,13 +80,10 @@ func TestExecute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := run(t, b, tt.command, tt.args, tt.lim)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
+			if testutil.WantErr(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil || got != tt.want {
+			if got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
 		})

@@ -75,13 +75,10 @@ func TestConvertSchemaInputs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _, err := convertSchema(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantErr(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil || s.Type != "object" {
+			if s.Type != "object" {
 				t.Fatalf("got %+v, %v", s, err)
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestParse(t *testing.T) {
@@ -188,14 +190,8 @@ func TestExact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := Exact(tt.command, tt.subject)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("Exact: err = %v, want %q", err, tt.err)
-				}
+			if testutil.WantErr(t, err, tt.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if p.String() != tt.want {
 				t.Errorf("Exact = %q, want %q", p, tt.want)

@@ -74,6 +74,18 @@ const gitRiskyShort = "cOx"
 
 var gitUpload = setOf("fetch", "pull", "clone", "ls-remote", "archive")
 
+// gitSequencer are the subcommands that start a merge strategy (git merge-NAME, an alias
+// if the repository defines one) or go on with a stopped one, whose state files in the
+// workspace name commands to run (a rebase's exec lines); gitSequencerLong and
+// gitSequencerShort are those options for them (-s is a strategy for merge, pull and
+// rebase, a sign-off elsewhere: asked either way).
+var gitSequencer = setOf("cherry-pick", "revert", "rebase", "merge", "pull", "am")
+
+var gitSequencerLong = append(gitRiskyLong[:len(gitRiskyLong):len(gitRiskyLong)],
+	"--strategy", "--strategy-option", "--continue", "--skip", "--edit-todo")
+
+const gitSequencerShort = "sX"
+
 // findRisky are find's actions that run a program, delete, or write files.
 var findRisky = setOf("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
 	"-fprintf", "-fls")
@@ -263,12 +275,15 @@ func gitRisks(a []string) []risk {
 	for j := i + 1; j < len(a); j++ {
 		o := a[j]
 		opt, _, _ := strings.Cut(o, "=")
-		short := gitRiskyShort
+		short, long := gitRiskyShort, gitRiskyLong
 		if gitUpload[sub] {
 			short += "u"
 		}
+		if gitSequencer[sub] {
+			short, long = short+gitSequencerShort, gitSequencerLong
+		}
 		switch {
-		case hasOpt(o, gitRiskyLong...) || shortHas(o, short):
+		case hasOpt(o, long...) || shortHas(o, short):
 			out = append(out, risk{j, "a wildcard never approves git " + sub + "'s " + opt + " option"})
 			if j+1 < len(a) && opt == o {
 				out = append(out, risk{j + 1, "a wildcard never approves git " + sub + "'s " + opt + " option"})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func shellArgs(line string) json.RawMessage {
@@ -280,14 +281,8 @@ func TestAlwaysPattern(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, build := range []func(commands.Spec, json.RawMessage) (Pattern, error){AlwaysPattern, DenyPattern} {
 				p, err := build(tt.spec, json.RawMessage(tt.args))
-				if tt.err != "" {
-					if err == nil || !strings.Contains(err.Error(), tt.err) {
-						t.Fatalf("err = %v, want %q", err, tt.err)
-					}
+				if testutil.WantErr(t, err, tt.err) {
 					continue
-				}
-				if err != nil {
-					t.Fatal(err)
 				}
 				if p.String() != tt.want {
 					t.Fatalf("pattern = %q, want %q", p, tt.want)

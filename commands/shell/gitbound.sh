@@ -10,7 +10,12 @@
 # repository overrides, a value for each that runs none of them. The keys that are one for
 # every repository (core.fsmonitor, core.hooksPath, ...) are set already, in the
 # environment. A manual page is refused: its viewers are a list (man.viewer) the
-# repository's entries head, which no later setting takes back.
+# repository's entries head, which no later setting takes back. No alias runs: a
+# subcommand that is not git's own is refused, and every alias.NAME the config defines is
+# set empty (git then says it is no command), for the ones git starts itself (a merge
+# strategy NAME is git merge-NAME). In a +write run, rebase, am, cherry-pick and revert
+# refuse a repository stopped in one of them: its state files (a rebase's todo list) name
+# commands --continue runs.
 refuse_help() {
 	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
 	exit 128
@@ -43,20 +48,41 @@ if manual "$@"; then
 	refuse_help
 fi
 
-# scan N ARGS...: the driver keys the config of the repository ARGS's first N (git's own
-# options: -C, --git-dir...) lead to defines, one a line.
-scan() {
-	n=$1
+# here M X1..XM ARGS...: the real git with ARGS's first k (git's own options: -C,
+# --git-dir...), so in the repository ARGS lead to, and X1..XM after them.
+here() {
+	m=$1
 	shift
 	all=$# i=0
 	for a; do
-		[ "$i" -lt "$n" ] && set -- "$@" "$a"
+		[ "$i" -ge "$m" ] && [ "$i" -lt $((m + k)) ] && set -- "$@" "$a"
+		i=$((i + 1))
+	done
+	i=0
+	for a; do
+		[ "$i" -lt "$m" ] && set -- "$@" "$a"
 		i=$((i + 1))
 	done
 	shift "$all"
-	"$real" "$@" config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external)$'
+	"$real" "$@"
 }
-keys=$(scan "$k" "$@")
+
+# own ARGS...: whether git's subcommand, if there is one, is git's own (a builtin or a
+# program of its exec path), not an alias of the repository's.
+own() {
+	shift "$k"
+	[ "$#" -eq 0 ] && return
+	for c in $("$real" --list-cmds=main); do
+		[ "$c" = "$1" ] && return
+	done
+	return 1
+}
+if ! own "$@"; then
+	echo "agentd: a bounded git runs only git's own commands: this is none (an alias, which could run anything). Use the command it stands for, or approve it yourself (y)." >&2
+	exit 128
+fi
+
+keys=$(here 4 config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external|alias\..*)$' "$@")
 case $? in
 0 | 1) ;; # 1: none
 *)
@@ -85,6 +111,7 @@ while IFS= read -r key; do
 	merge.*.driver)
 		set_key "$key" 'echo "agentd: a bounded git runs no merge.NAME.driver: the file is left in conflict" >&2; false'
 		;;
+	alias.*) set_key "$key" "" ;; # git: "'' is not a git command"
 	tar.*.command)
 		set_key "$key" 'echo "agentd: a bounded git runs no tar.NAME.command: use git archive --format=tar or zip" >&2; false'
 		;;
@@ -99,4 +126,22 @@ done <<KEYS
 $keys
 KEYS
 export GIT_CONFIG_COUNT="$n"
+
+# sequencer ARGS...: whether git's subcommand goes on with a stopped rebase, am,
+# cherry-pick or revert (the commands git itself starts while one runs are not these).
+sequencer() {
+	shift "$k"
+	case ${1-} in rebase | am | cherry-pick | revert) ;; *) return 1 ;; esac
+}
+# A +write run's sequencer commands refuse a repository stopped in one of them.
+if [ "$write" = true ] && sequencer "$@" && state=$(here 8 rev-parse --path-format=absolute --git-path rebase-merge --git-path rebase-apply --git-path sequencer "$@" 2>/dev/null); then
+	while IFS= read -r p; do
+		if [ -e "$p" ]; then
+			echo "agentd: refused: this repository is stopped in a rebase, am, cherry-pick or revert ($p), whose files name commands git would run (a rebase's exec lines). Approve the command yourself (y), or ask a person to run git rebase --abort (or am/cherry-pick/revert --abort)." >&2
+			exit 128
+		fi
+	done <<STATE
+$state
+STATE
+fi
 exec "$real" "$@"

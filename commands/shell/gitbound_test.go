@@ -174,6 +174,96 @@ func TestBoundedGitRefusals(t *testing.T) {
 	}
 }
 
+// forkedRepo is drivenRepo with its config text, a branch other one commit (b.txt) ahead
+// of the first and the current branch one commit (c.txt) apart from it.
+func forkedRepo(t *testing.T, ws, dir, text string) string {
+	t.Helper()
+	proj := drivenRepo(t, ws, dir, "text", ".git/config", text)
+	gitIn(t, proj, "checkout", "-qb", "other")
+	os.WriteFile(filepath.Join(proj, "b.txt"), []byte("b\n"), 0o644)
+	gitIn(t, proj, "add", "b.txt")
+	gitIn(t, proj, "commit", "-qm", "b")
+	gitIn(t, proj, "checkout", "-q", "-")
+	os.WriteFile(filepath.Join(proj, "c.txt"), []byte("c\n"), 0o644)
+	gitIn(t, proj, "add", "c.txt")
+	gitIn(t, proj, "commit", "-qm", "c")
+	return proj
+}
+
+// TestBoundedGitRunsNoAlias: no alias of the repository's runs in a bounded run, read-only
+// or +write: not one the agent names (refused: it is none of git's own commands), and not
+// one git starts itself — a merge strategy NAME is `git merge-NAME`, which
+// cherry-pick --strategy, revert -s and rebase -s start — since every alias.NAME the config
+// defines is set empty (git revert --strategy likewise). A person's own approval runs the alias, which shows each case could
+// fail.
+func TestBoundedGitRunsNoAlias(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	tests := []struct {
+		name string
+		line string
+		want string // in the bounded run's output
+	}{
+		{"cherry_pick_strategy", "cd proj && git cherry-pick --strategy=foo other", "runs only git's own commands"},
+		{"rebase_strategy", "cd proj && git rebase -s foo other", "runs only git's own commands"},
+		{"alias_named", "cd proj && git merge-foo", "runs only git's own commands"},
+		{"alias_named_after_global_option", "cd proj && git --no-pager merge-foo", "runs only git's own commands"},
+		{"builtin_still_runs", "cd proj && git log --oneline | wc -l", "3"},
+	}
+	for _, write := range []bool{false, true} {
+		for _, tt := range tests {
+			t.Run(map[bool]string{false: "read_only_", true: "write_"}[write]+tt.name, func(t *testing.T) {
+				for i, p := range []commands.Profile{{}, {Bounded: true, Write: write}} {
+					ws := workspace(t)
+					forkedRepo(t, ws, "proj", "[user]\n\tname = a\n\temail = a@b\n"+
+						"[alias]\n\tmerge-foo = \"!echo AGENT-CODE-RAN >&2; echo x > $AGENTD_WS/planted.txt; false\"\n")
+					out, err := runAs(t, c, ws, p, tt.line)
+					_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
+					switch {
+					case i == 0 && tt.name != "builtin_still_runs" && !strings.Contains(out, "AGENT-CODE-RAN"):
+						t.Logf("control: a person's run did not run the alias either:\n%s", out)
+					case i == 1 && (strings.Contains(out, "AGENT-CODE-RAN") || wrote == nil):
+						t.Fatalf("the bounded run ran the repository's alias (planted.txt written: %v):\n%s %v", wrote == nil, out, err)
+					case i == 1 && (write || !strings.Contains(tt.name, "strategy")) && !strings.Contains(out, tt.want):
+						t.Fatalf("want %q in the bounded run's output:\n%s %v", tt.want, out, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestBoundedGitRefusesAStoppedRebase: a +write bounded git rebase refuses a repository
+// stopped in an interactive rebase (which the agent can write like any workspace file), whose todo
+// list's exec line git rebase --continue would run, and names the fix; it does not run
+// the line. A repository in no such state still rebases.
+func TestBoundedGitRefusesAStoppedRebase(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	ws := workspace(t)
+	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
+	forkedRepo(t, ws, "clean", "[user]\n\tname = a\n\temail = a@b\n")
+	todo := "break\nexec echo AGENT-CODE-RAN >&2; echo x > " + ws + "/planted.txt\n"
+	os.WriteFile(filepath.Join(ws, "todo"), []byte(todo), 0o644)
+	cmd := exec.Command("git", "rebase", "-i", "--root")
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_SEQUENCE_EDITOR=cp "+filepath.Join(ws, "todo"))
+	out, _ := cmd.CombinedOutput() // stops at break
+	if _, err := os.Stat(filepath.Join(proj, ".git", "rebase-merge", "git-rebase-todo")); err != nil {
+		t.Fatalf("no stopped rebase: %v\n%s", err, out)
+	}
+	for _, line := range []string{"cd proj && git rebase --continue", "git -C proj --no-pager rebase --skip"} {
+		got, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, line)
+		_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
+		if strings.Contains(got, "AGENT-CODE-RAN") || wrote == nil {
+			t.Fatalf("%s: the bounded run ran the exec line of the repository's rebase todo (planted.txt written: %v):\n%s %v", line, wrote == nil, got, err)
+		}
+		testutil.CheckContains(t, line, got, []string{"stopped in a rebase", "git rebase --abort"}, nil)
+	}
+	if out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, "cd clean && git rebase -q other && git log --oneline | wc -l"); err != nil || !strings.Contains(out, "4") {
+		t.Fatalf("a bounded +write git rebase with no stopped state did not rebase:\n%s %v", out, err)
+	}
+}
+
 // BenchmarkBoundedGitStatus runs `git status --short` in a repository of 1,000 committed
 // files, one changed, as a person's approval runs it and as a pattern's does (through the
 // bounded git, which asks the real one for the config's drivers first), in turn, and

@@ -47,7 +47,7 @@ func TestApplierDoesWhatTheTableSays(t *testing.T) {
 				slices.Sort(want)
 				got, published := applyRecorded(t, st, ck, n, from, ev)
 				if !slices.Equal(got, want) {
-					t.Errorf("%s + %s (writes %v): the applier did %v, the table lists %v", from, ev.Kind, ev.Writes, got, want)
+					t.Errorf("%s + %s (writes %v, unchecked %v): the applier did %v, the table lists %v", from, ev.Kind, ev.Writes, ev.Unchecked, got, want)
 				}
 				if wantEvents := eventsFollowing(effects); !slices.Equal(published, wantEvents) {
 					t.Errorf("%s + %s: the applier published %v once it committed, the table's effects make %v", from, ev.Kind, published, wantEvents)
@@ -177,7 +177,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 			}
 		}
 		published = nil
-		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail", Writes: event.Writes},
+		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail", Writes: event.Writes, Unchecked: event.Unchecked},
 			rec: rec.recordEpisode, count: rec.countDecision, cancel: r.cancel, ckpt: ck, rewind: rw,
 			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
 			pub:       func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}

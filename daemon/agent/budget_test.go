@@ -57,12 +57,7 @@ func (e *runEnds) wait(t *testing.T, runID string) run.End {
 // listForever makes the fake model do new work every step: write a file it has not
 // written (listing the same folder again and again is a loop the watchdog stops).
 func listForever(h *harness) {
-	var mu sync.Mutex
-	n := 0
-	h.fake.SetDefault(func(*ollama.ChatRequest) string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
+	h.fake.SetDefaultNth(func(n int) string {
 		return reply("write_file", map[string]string{"path": fmt.Sprintf("n%d.txt", n), "contents": fmt.Sprint(n)})
 	})
 }

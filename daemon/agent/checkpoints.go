@@ -61,6 +61,9 @@ type takenAhead struct {
 	diff     *checkpoint.Diff
 	err      error
 	putBack  string // at an end, what putBack put back for the deny rules
+	// unchecked: at an end, what the second wall could not check or put back (putBack);
+	// the agent pauses for a person
+	unchecked string
 }
 
 // defaultKeepSteps is CheckpointOptions.KeepSteps when unset.
@@ -139,9 +142,10 @@ func (k *checkpoints) closeAll() {
 
 // writes says whether a step of the command spec names, run with profile prof, may
 // change the workspace and so is checkpointed (cycle.Event.Writes): not a read or a
-// message, nor a sandboxed program in the bounded profile's read-only workspace.
+// message, nor a sandboxed program in the bounded profile's read-only workspace. With
+// checkpoints off it is so all the same: its start then ends the y! grants (before).
 func (k *checkpoints) writes(spec *commands.Spec, prof commands.Profile) bool {
-	if !k.on() || spec == nil {
+	if spec == nil {
 		return false
 	}
 	switch spec.Class {
@@ -207,9 +211,11 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	if err == nil {
 		t.info, t.err = k.take(a, keep)
 	}
-	if t.err == nil && end {
-		s, _ := k.storeOf(a.ID) // take opened it
-		t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
+	if end && a != nil {
+		s, _ := k.storeOf(a.ID) // take opened it, or t.err says why not
+		if t.err == nil {
+			t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
+		}
 		putBack(ctx, s, a.Workspace, rules, rulesErr, checkpoint.ID(before), &t)
 	}
 	k.mu.Lock()
@@ -230,7 +236,12 @@ func (k *checkpoints) takenFor(p *api.Proposal, end bool) (takenAhead, bool) {
 
 // before records the checkpoint taken ahead of step p (checkpointAhead). A checkpoint
 // that failed does not stop the step: its row says why, and so does the step's result.
+// With checkpoints off no change of p's will ever be seen: the y! grants end as its
+// start, as at the end of a step whose change is not known (after).
 func (k *checkpoints) before(tx *store.Tx, a *store.Agent, p *api.Proposal) error {
+	if !k.on() {
+		return endExactGrants(tx, a.ID, p, unknownChange(p)+": checkpoints are off")
+	}
 	row := &store.StepCheckpoint{ID: p.ID, AgentID: a.ID, RunID: p.RunID, Step: p.Step, Kind: store.CheckpointStep}
 	t, ok := k.takenFor(p, false)
 	switch {
@@ -284,9 +295,8 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
-	step := fmt.Sprintf("step %d (%s)", p.Step, p.Command)
 	if row.Before == 0 {
-		return row.Notice, endExactGrants(tx, p.AgentID, p, step+", whose change is not known")
+		return row.Notice, endExactGrants(tx, p.AgentID, p, unknownChange(p))
 	}
 	t, ok := k.takenFor(p, true)
 	switch {
@@ -297,7 +307,7 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	}
 	if t.err != nil {
 		row.Notice = "what this step changed is not known: " + t.err.Error()
-		return row.Notice, errors.Join(tx.InsertStepCheckpoint(row), endExactGrants(tx, p.AgentID, p, step+", whose change is not known"))
+		return changeLine("", row, t.putBack), errors.Join(tx.InsertStepCheckpoint(row), endExactGrants(tx, p.AgentID, p, unknownChange(p)))
 	}
 	d := t.diff
 	row.After, row.Files, row.Added, row.Removed = uint64(t.info.ID), d.Files+d.Folders, d.Added, d.Removed
@@ -309,9 +319,9 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	}
 	switch {
 	case row.Files > 0:
-		err = endExactGrants(tx, p.AgentID, p, step+", which changed the workspace")
+		err = endExactGrants(tx, p.AgentID, p, fmt.Sprintf("step %d (%s), which changed the workspace", p.Step, p.Command))
 	case row.Notice != "": // a folder a checkpoint could not capture hides what changed in it
-		err = endExactGrants(tx, p.AgentID, p, step+", whose change is not known")
+		err = endExactGrants(tx, p.AgentID, p, unknownChange(p))
 	}
 	if err != nil {
 		return "", err
@@ -405,6 +415,11 @@ func endExactGrants(tx *store.Tx, id string, p *api.Proposal, why string) error 
 	return policy.EndExactGrantsOnChange(tx, a, p, why)
 }
 
+// unknownChange is why a y! ends on step p whose change the checkpoints cannot see.
+func unknownChange(p *api.Proposal) string {
+	return fmt.Sprintf("step %d (%s), whose change is not known", p.Step, p.Command)
+}
+
 // checkpointOptionsOf is [checkpoints].
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
@@ -417,7 +432,7 @@ func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	if !k.on() {
 		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound, " +
-			"a y! on a program line binds only the files the line names, not the workspace it runs in, and write-deny rules have no second wall " +
+			"a y! on a program line ends at the start of any other step that may change the workspace (no change is seen), and write-deny rules have no second wall " +
 			"(a write the sandbox's read-only binds miss, such as a file new under write_file(*.toml), is not put back)",
 			Fix: "set [checkpoints] enabled = true in the config"}}
 	}

@@ -415,8 +415,7 @@ func TestRacingDecisionsFirstWins(t *testing.T) {
 // parent's through the helper).
 func TestHelperProposalNotDecidedThroughParent(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
 	if _, err := h.decide(boss.ID, h.pending(boss.ID), "y"); err != nil {
 		t.Fatal(err)

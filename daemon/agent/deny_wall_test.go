@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -17,10 +18,15 @@ import (
 // whose agents' write-deny rules are deny, previewed when preview is set; it returns it
 // with the agent created and the workspace holding files.
 func denyWallHarness(t *testing.T, preview bool, deny []string, files map[string]string, lines ...string) (*harness, *api.Agent) {
+	return denyWallHarnessWith(t, checkpoint.Options{}, preview, deny, files, lines...)
+}
+
+// denyWallHarnessWith is denyWallHarness with the checkpoint stores' bounds store.
+func denyWallHarnessWith(t *testing.T, store checkpoint.Options, preview bool, deny []string, files map[string]string, lines ...string) (*harness, *api.Agent) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, withCheckpoints, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-		o.Deny, o.NoEffectPreview = deny, !preview
+		o.Deny, o.NoEffectPreview, o.Checkpoints.Store = deny, !preview, store
 	})
 	var script []string
 	for _, l := range lines {

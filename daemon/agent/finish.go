@@ -111,7 +111,7 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		// Withdrawn meanwhile: the command ran all the same, and what it did is remembered.
 		cur.Status, ev = cycle.None, cycle.Event{Kind: cycle.LateEnd, Reason: a.StateReason}
 	}
-	ev.Writes = s.checkpoints.took(tx, &cur) // checkpointed at its start: record its change
+	s.checkpoints.ended(tx, &cur, &ev) // checkpointed at its start: record its change
 	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out, rerun: end.rerun}
 	res, err := apply(tx, c)
 	if err != nil {

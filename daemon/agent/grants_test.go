@@ -286,17 +286,17 @@ func withPython(o *Options) {
 }
 
 // A y! on execute_python_file check.py binds check.py's contents: it approves the same
-// command while check.py is unchanged, asks again (and says why) once it was rewritten,
-// and agentctl policy test says what authorization says: ask, then allow by the grant
-// once check.py is put back.
+// command while check.py is unchanged, asks again (and says why) once it was rewritten
+// (by a person, where no step's change ends the grant), and agentctl policy test says
+// what authorization says: ask, then allow by the grant once check.py is put back.
 func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 	h := newHarness(t, withPython)
 	run := reply("execute_python_file", map[string]string{"path": "check.py"})
 	h.fake.Script(
 		run, // 1 asks: y!
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "n"}), // 2 asks: y
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "n"}), // 2 asks: feedback, it does not run
 		run, // 3 the exact grant approves it: check.py is as granted
-		reply("write_file", map[string]string{"path": "check.py", "contents": "print('other')"}), // 4 asks: y
+		reply("write_file", map[string]string{"path": "check.py", "contents": "print('other')"}), // 4 asks: feedback, a person writes it instead
 		run, // 5 asks again: check.py changed
 		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}), // 6 asks
 	)
@@ -329,14 +329,17 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 	p = h.waitFor(a.ID, "the next proposal to ask about", func(v *api.Agent) bool {
 		return v.Pending != nil && v.Pending.ID != first
 	}).Pending
-	if _, err := h.decide(a.ID, p, "y"); err != nil {
+	if _, err := h.decide(a.ID, p, "not now"); err != nil {
 		t.Fatal(err)
 	}
 	p = h.waitFor(a.ID, "the rewrite of check.py", func(v *api.Agent) bool { return v.Pending != nil && v.Pending.Step >= 3 }).Pending
 	if p.Step != 4 || p.Command != "write_file" {
 		t.Fatalf("pending: step %d %s %s, want step 4, the rewrite of check.py (the grant approves the unchanged run)", p.Step, p.Command, p.Args)
 	}
-	if _, err := h.decide(a.ID, p, "y"); err != nil {
+	if err := os.WriteFile(filepath.Join(a.Workspace, "check.py"), []byte("print('other')"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.decide(a.ID, p, "I wrote it myself"); err != nil {
 		t.Fatal(err)
 	}
 	// Asked, not only proposed: a proposal still to be weighed would be approved by the
@@ -397,7 +400,17 @@ func sha(s string) string {
 // workspace, the grant has ended and the same line asks a person again, saying which
 // step ended it. Its own runs, and steps that change nothing, keep it.
 func TestExactGrantEndsOnceAnotherStepChangedTheWorkspace(t *testing.T) {
-	h := newHarness(t, withPython, withCheckpoints, func(o *Options) { o.Allow = []string{"write_file(lib/*)"} })
+	exactGrantEndsOnAnotherStep(t, "step 4 (write_file), which changed the workspace", withCheckpoints)
+}
+
+// With checkpoints off no step's change is seen: any other step that may change the
+// workspace ends the y! as a change not known. Its own runs, and reads, keep it.
+func TestExactGrantEndsOnAnyOtherWritingStepWithCheckpointsOff(t *testing.T) {
+	exactGrantEndsOnAnotherStep(t, "step 4 (write_file), whose change is not known: checkpoints are off")
+}
+
+func exactGrantEndsOnAnotherStep(t *testing.T, endedBy string, opts ...func(*Options)) {
+	h := newHarness(t, append([]func(*Options){withPython, func(o *Options) { o.Allow = []string{"write_file(lib/*)"} }}, opts...)...)
 	run := reply("execute_python_file", map[string]string{"path": "check.py"})
 	h.fake.Script(
 		run, // 1 asks: y!
@@ -438,8 +451,7 @@ func TestExactGrantEndsOnceAnotherStepChangedTheWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "step 4 (write_file), which changed the workspace"
-	if len(gl.Grants) != 1 || gl.Grants[0].State != api.GrantRevoked || gl.Grants[0].RevokedBy != want {
-		t.Fatalf("grants: %+v, want %s revoked by %q", gl.Grants, d.Grant, want)
+	if len(gl.Grants) != 1 || gl.Grants[0].State != api.GrantRevoked || gl.Grants[0].RevokedBy != endedBy {
+		t.Fatalf("grants: %+v, want %s revoked by %q", gl.Grants, d.Grant, endedBy)
 	}
 }

@@ -315,7 +315,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 			shows.a = nil // its run is over: the agent is another run's
 		}
 		shows.episode = episodeOf(p, epOutcome, result, "")
-		ev.Writes = s.checkpoints.took(tx, p) // the helper's end is the step's: its change is recorded
+		s.checkpoints.ended(tx, p, &ev) // the helper's end is the step's: its change is recorded
 		shows.ev = ev
 		if res, err := apply(tx, shows); err != nil || !res.moved {
 			return err // withdrawn meanwhile (its run was stopped): the wait just goes

@@ -31,6 +31,12 @@ func (b *byAgent) script(name string, replies ...string) {
 	b.q[name] = append(b.q[name], replies...)
 }
 
+// bossStartsA scripts the boss to start helper a, and a's model to answer with replies.
+func (b *byAgent) bossStartsA(replies ...string) {
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", replies...)
+}
+
 func (b *byAgent) reply(req *ollama.ChatRequest) (string, error) {
 	if len(req.Messages) == 0 {
 		return "", errors.New("no messages")
@@ -195,8 +201,7 @@ func TestHelperLimits(t *testing.T) {
 
 func TestStoppingAParentStopsItsHelpers(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a",
+	b.bossStartsA(
 		reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}))
 	b.script("boss/a/b", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
@@ -231,8 +236,7 @@ func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
 	h, b := newHelperHarness(t, func(o *Options) {
 		o.OnAgentRemoved = func(id string) { mu.Lock(); removed = append(removed, id); mu.Unlock() }
 	})
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
 	h.approve(boss.ID, "start_agent")
 	a := h.helper("boss/a")
@@ -257,8 +261,7 @@ func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
 
 func TestRemovingAHelperFailsTheWait(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
 	start := h.approve(boss.ID, "start_agent")
 	h.pending(h.helper("boss/a").ID)
@@ -272,8 +275,7 @@ func TestRemovingAHelperFailsTheWait(t *testing.T) {
 
 func TestHelperFollowsParentPolicy(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}), reply("finish", map[string]string{"reason": "wrote x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}), reply("finish", map[string]string{"reason": "wrote x"}))
 	boss := h.boss()
 	if _, err := h.sup.policyService.AddPermission(context.Background(), boss.ID, api.PermissionRequest{Effect: "allow", Pattern: "write_file(*)"}); err != nil {
 		t.Fatal(err)
@@ -288,8 +290,7 @@ func TestHelperFollowsParentPolicy(t *testing.T) {
 
 func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}),
+	b.bossStartsA(reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}),
 		reply("finish", map[string]string{"reason": "b reported"}))
 	b.script("boss/a/b", reply("write_file", map[string]string{"path": "x", "contents": "x"}),
 		reply("finish", map[string]string{"reason": "wrote x"}))
@@ -403,8 +404,7 @@ func TestHelpersDrawFromTheParentsApprovals(t *testing.T) {
 // helper's proposals up to the limit, counted in the helper's run.
 func TestHelperFollowsParentsContinuousMode(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a",
+	b.bossStartsA(
 		reply("write_file", map[string]string{"path": "x", "contents": "x"}),
 		reply("write_file", map[string]string{"path": "y", "contents": "y"}),
 		reply("finish", map[string]string{"reason": "done"}))

@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -111,6 +112,14 @@ func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*api.PolicyVie
 	add("config", l.policy.Global)
 	for i := range v.Permissions {
 		describeReach(&v.Permissions[i])
+	}
+	if !s.checkpointsOn() && a.ID != "" {
+		if rules, err := deniedRules(l, tx, a); err != nil {
+			return nil, err
+		} else if rules != nil {
+			v.Warnings = append(v.Warnings, "checkpoints are off ([checkpoints] enabled = false), so "+config.NoSecondWall+
+				": set [checkpoints] enabled = true in the config")
+		}
 	}
 	return v, nil
 }
@@ -274,6 +283,8 @@ type policyService struct {
 	st   *store.Store
 	live func() *live    // the settings in use
 	kick func(id string) // wakes an agent whose patterns changed
+	// checkpointsOn says whether steps are checkpointed: without, deny rules warn.
+	checkpointsOn func() bool
 }
 
 // commandSource is what the policy endpoints need of the agents' pipelines.

@@ -373,3 +373,32 @@ func TestWhyReason(t *testing.T) {
 		})
 	}
 }
+
+// A deny rule on writes added while checkpoints are off comes back with a warning that
+// it has no second wall (agentctl policy prints it); with checkpoints on, or with allow
+// rules only, there is none.
+func TestWriteDenyRuleWarnsWhileCheckpointsAreOff(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []func(*Options)
+		effect string
+		warns  bool
+	}{
+		{"deny_with_checkpoints_off", nil, "deny", true},
+		{"deny_with_checkpoints_on", []func(*Options){withCheckpoints}, "deny", false},
+		{"allow_with_checkpoints_off", nil, "allow", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts...)
+			a := h.create(api.CreateAgentRequest{})
+			v, err := h.sup.policyService.AddPermission(context.Background(), a.Name, api.PermissionRequest{Effect: tc.effect, Pattern: "write_file(*.toml)"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := len(v.Warnings) == 1 && strings.Contains(v.Warnings[0], "no second wall") && strings.Contains(v.Warnings[0], "set [checkpoints] enabled = true")
+			if got != tc.warns || !tc.warns && len(v.Warnings) > 0 {
+				t.Errorf("warnings after %s write_file(*.toml): %q, want a warning of no second wall: %v", tc.effect, v.Warnings, tc.warns)
+			}
+		})
+	}
+}

@@ -211,8 +211,7 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 			h, b := newHelperHarness(t, withPool(t, &cc))
 			ctx := context.Background()
 			first := "list_folder"
-			b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-			b.script("boss/a", reply(first, map[string]string{"path": "."}))
+			b.bossStartsA(reply(first, map[string]string{"path": "."}))
 			if !tc.helper {
 				b.q["boss"] = nil
 				b.script("boss", reply(first, map[string]string{"path": "."}))

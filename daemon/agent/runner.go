@@ -382,9 +382,10 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 				return nil // changed meanwhile: the next round sees it
 			}
 			ev = settleEvent(cur, p, k)
+			ev.Writes = k == cycle.ResultLost && r.s.checkpoints.took(tx, p) // its change is recorded as not known
 		}
 		// The applier publishes the new state once this commits.
-		if res, err := applyShown(tx, &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}); err != nil || !res.moved {
+		if res, err := applyShown(tx, &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish, ckpt: r.s.checkpoints}); err != nil || !res.moved {
 			return err
 		}
 		if k == cycle.ResultLost {

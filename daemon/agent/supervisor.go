@@ -131,7 +131,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.recordEpisode = episodeRecorder{history: s.episodeHistory, counters: s.stepCounters, memory: s.memoryService}.record
-	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
+	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick, checkpointsOn: func() bool { return s.checkpoints.on() }}
 	s.auditLog = &auditLog{st: s.st}
 	s.checkpoints = &checkpoints{opt: opt.Checkpoints, rules: func(tx *store.Tx, a *store.Agent) (commands.PathRules, error) { return deniedRules(s.live(), tx, a) }}
 	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {
@@ -254,6 +254,14 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if p.RunID != a.RunID {
 				on = nil // its run was replaced while it ran
 			}
+			// A step checkpointed at its start has no end to record what it changed:
+			// record_change says that is not known, and the y! grants end.
+			writes := s.checkpoints.took(tx, &p)
+			recovered := func(on *store.Agent, ev cycle.Event) error {
+				ev.Writes = writes
+				_, err := apply(tx, &change{a: on, p: &p, ev: ev, ckpt: s.checkpoints})
+				return err
+			}
 			ev := cycle.Event{Kind: cycle.Recovered, Result: "interrupted by a daemon restart after its run had ended",
 				Reason: "the daemon stopped while " + p.Command + " ran; it may or may not have finished: decide again"}
 			if p.Command == "append_to_file" { // not idempotent: show what is there to decide on
@@ -263,7 +271,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			}
 			if on == nil || !active(a.State) {
 				// Its run was stopped or replaced while it ran: record it, ask no one.
-				if _, _, err := transit(tx, on, &p, ev); err != nil {
+				if err := recovered(on, ev); err != nil {
 					return err
 				}
 				s.audit.keep(tx, p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command, "run": "ended"})
@@ -273,13 +281,13 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				continue // the question is still open; the answer completes it
 			}
 			if spec := s.specIn(ctx, s.live(), tx, a, p.Command); spec != nil && spec.Idempotent {
-				if _, _, err := transit(tx, a, &p, cycle.Event{Kind: cycle.RecoveredIdempotent}); err != nil {
+				if err := recovered(a, cycle.Event{Kind: cycle.RecoveredIdempotent}); err != nil {
 					return err
 				}
 				s.audit.keep(tx, p.AgentID, "recovered", map[string]string{"proposal": p.ID, "action": "re-run (idempotent)"})
 				continue
 			}
-			if _, _, err := transit(tx, a, &p, ev); err != nil {
+			if err := recovered(a, ev); err != nil {
 				return err
 			}
 			if err := tx.UpdateAgent(a); err != nil {

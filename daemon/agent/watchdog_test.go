@@ -46,13 +46,6 @@ func (m *loopMetrics) wait(t *testing.T, want string) {
 	}
 }
 
-// loopForever makes the fake model answer, after the scripted replies, with step(n) for
-// its n-th unscripted reply (from 0).
-func loopForever(h *harness, step func(n int) string) {
-	var n atomic.Int64
-	h.fake.SetDefault(func(*ollama.ChatRequest) string { return step(int(n.Add(1) - 1)) })
-}
-
 func withCommands(extra ...string) func(*Options) {
 	return func(o *Options) { o.Commands = append(append([]string(nil), testCommands...), extra...) }
 }
@@ -115,7 +108,7 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 				}
 			})
 			h.fake.Script(tt.script...)
-			loopForever(h, tt.loop)
+			h.fake.SetDefaultNth(func(n int) string { return tt.loop(n - 1) }) // tt.loop counts from 0
 			a := autoAgent(h, 20)
 			want := api.StatePaused
 			if tt.kind == watchdog.Repeat {
@@ -288,8 +281,7 @@ func TestWatchdogStopsAScheduledRun(t *testing.T) {
 func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
 	h, b := newHelperHarness(t)
 	list, missing := reply("list_folder", map[string]string{"path": "."}), reply("read_file", map[string]string{"path": "missing.txt"})
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", list, missing, list, missing, list)
+	b.bossStartsA(list, missing, list, missing, list)
 	boss := h.boss()
 	if _, err := h.decide(boss.ID, h.pending(boss.ID), "y -10"); err != nil {
 		t.Fatal(err)

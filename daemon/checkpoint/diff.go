@@ -62,6 +62,9 @@ type Diff struct {
 
 	src  *Store // the store the trees a (From) and b (To) are in, for Denied
 	a, b hash
+	// partial: checkpoint From, To left something out (Info.Partial), which Denied
+	// must then look for
+	partial [2]bool
 }
 
 // Bounds on a diff: listed changes, the text a file may have to be diffed, and the
@@ -88,7 +91,7 @@ func (s *Store) Diff(ctx context.Context, from, to ID, skip ...string) (*Diff, e
 	if err != nil {
 		return nil, err
 	}
-	d.From, d.To = from, to
+	d.From, d.To, d.partial = from, to, [2]bool{r[0].Partial, r[1].Partial}
 	return d, nil
 }
 

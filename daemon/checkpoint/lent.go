@@ -21,6 +21,9 @@ type lendLog struct {
 	ws   string // the workspace the paths are in, noted with each
 	sync bool   // not Ephemeral
 	fd   int    // the note, once something was lent; 0 before
+	// earlier: the note held an earlier walk's entries, whose modes may not be back
+	earlier bool
+	left    *bool // Store.lentLeft
 }
 
 const (
@@ -28,10 +31,15 @@ const (
 	lentMagic = "agentd-lent 1\n"
 )
 
-// newLendLog is the note of s's walks of the workspace ws; nil for a store that keeps
-// none (RemoveTree's walk, which removes what it lends).
+// newLendLog is the note of a walk of s's of the workspace ws (RemoveTree's walk, which
+// removes what it lends, keeps none). A note an earlier walk left, not having given
+// every mode back, is acted on first, as a store opened after a crash does; if that
+// fails it stays, and so does the mode, until a later walk gives it back.
 func newLendLog(s *Store, ws string) *lendLog {
-	return &lendLog{root: s.root, ws: ws, sync: !s.opt.Ephemeral}
+	if s.lentLeft && recoverLent(s.root) == nil {
+		s.lentLeft = false
+	}
+	return &lendLog{root: s.root, ws: ws, sync: !s.opt.Ephemeral, left: &s.lentLeft}
 }
 
 // note records, durably, that path (in the workspace ws; "" for its root), the inode
@@ -50,8 +58,8 @@ func (l *lendLog) note(path string, dev, ino uint64, was, set uint32) error {
 		if err != nil {
 			return fmt.Errorf("noting a lent mode: %w", err)
 		}
-		l.fd = fd
-		if st.Size == 0 { // else a walk that failed left its entries: they stay, ahead of these
+		l.fd, l.earlier = fd, st.Size > 0
+		if !l.earlier { // else a walk that failed left its entries: they stay, ahead of these
 			e.b = append(e.b, lentMagic...)
 		}
 	}
@@ -71,18 +79,22 @@ func (l *lendLog) note(path string, dev, ino uint64, was, set uint32) error {
 	return nil
 }
 
-// done closes the note, and removes it when every mode lent is back (back).
+// done closes the note, and removes it when every mode it names is back: this walk's
+// (back) and those of an earlier walk it held, which the next walk gives back first.
 func (l *lendLog) done(back bool) error {
 	if l == nil || l.fd == 0 {
 		return nil
 	}
 	err := unix.Close(l.fd)
 	l.fd = 0
-	if back {
+	if back && !l.earlier {
 		err = errors.Join(err, unix.Unlinkat(l.root, lentName, 0))
 		if err == nil && l.sync {
 			err = unix.Fsync(l.root)
 		}
+	}
+	if (!back || l.earlier || err != nil) && l.left != nil {
+		*l.left = true
 	}
 	return err
 }

@@ -249,3 +249,48 @@ func TestHardLinksIntoALockedFolderAreRestored(t *testing.T) {
 	}
 	sameListing(t, "after the restore", listing(t, ws), want)
 }
+
+// A walk that fails to give back a mode it lent leaves its note (lent) and the mode: the
+// store's next walk gives the mode back before it reads the workspace, whether or not it lends
+// anything itself, and the note goes only once every mode it names is back.
+func TestModeAFailedWalkLeftLentIsGivenBackBeforeItsNoteGoes(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	for _, lends := range []bool{false, true} {
+		ws := lockableTempDir(t)
+		s := openStore(t, Options{})
+		writeFiles(t, ws, map[string]string{"lib/helper.py": "x\n", "f": "f\n"})
+		lib := filepath.Join(ws, "lib")
+		if err := unix.Chmod(lib, 0o311); err != nil {
+			t.Fatal(err)
+		}
+		if lends { // the next walk lends the file f read, and notes it
+			unix.Chmod(filepath.Join(ws, "f"), 0o000)
+		}
+		// What a walk that lent lib read and search, then failed to give them back, leaves.
+		var st unix.Stat_t
+		if err := unix.Stat(lib, &st); err != nil {
+			t.Fatal(err)
+		}
+		l := newLendLog(s, ws)
+		if err := l.note("lib", st.Dev, st.Ino, 0o311, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		unix.Chmod(lib, 0o711)
+		l.done(false)
+
+		c := mustCheckpoint(t, s, ws)
+		if err := unix.Stat(lib, &st); err != nil || st.Mode&0o7777 != 0o311 {
+			t.Errorf("lends %v: lib after the next walk has mode %04o (%v), want 0311 given back", lends, st.Mode&0o7777, err)
+		}
+		if _, err := os.Lstat(filepath.Join(s.dir, lentName)); !os.IsNotExist(err) {
+			t.Errorf("lends %v: the note of lent modes after the next walk: %v, want it gone once every mode is back", lends, err)
+		}
+		if tr, err := s.readTree(c.root); err != nil {
+			t.Fatal(err)
+		} else if e := tr.find("lib"); e == nil || e.mode != 0o311 {
+			t.Errorf("lends %v: the next walk's checkpoint does not record lib with mode 0311", lends)
+		}
+	}
+}

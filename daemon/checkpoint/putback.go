@@ -11,21 +11,35 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/display"
 )
 
-// DeniedWrite is a path a change wrote that a rule denies writing.
+// DeniedWrite is a path a change wrote that a rule denies writing, or may have.
 type DeniedWrite struct {
 	Path string // as Change.Path names it
-	Rule string // the rule, as written; for Link, the folder the rules hold
+	Rule string // the rule, as written; for Link, the folder the rules hold; for Unseen, the rules
 	// Link says Path is a symlink at or above a folder the rules hold, which would take
 	// writes there elsewhere.
 	Link bool
+	// Unseen says the change's end did not capture Path, a folder (or what could not be
+	// told) at, in or on the way to a folder the rules hold (Note says why): what was
+	// written in it is not known, so it is taken as denied.
+	Unseen bool
+	Note   string
+	// Unknown says the change's start did not capture what Path held (it, or a folder on
+	// its way, was past the checkpoints' bounds or could not be read): Path cannot be put
+	// back, and a person must look at it.
+	Unknown bool
 }
 
 // String says it for people and the model: "config/app.toml: write_file(config/*.toml)
 // denies writing it".
 func (w DeniedWrite) String() string {
-	if w.Link {
+	switch {
+	case w.Unseen:
+		return displayPath(w.Path) + ": the checkpoints could not capture it (" + display.Escape(w.Note, display.Line) +
+			"), so what was written in it may be what " + w.Rule + " denies"
+	case w.Link:
 		return displayPath(w.Path) + ": a link there would take writes to " + displayPath(w.Rule) + "/, which the deny rules hold, elsewhere"
 	}
 	return displayPath(w.Path) + ": " + w.Rule + " denies writing it"
@@ -99,9 +113,12 @@ func atOrUnder(p, dir string) bool {
 // Denied is what d, a change between two checkpoints of the store, wrote that rules
 // deny writing, ws being the workspace as d's end holds it (DeniedWrites), whatever
 // d.Omitted: past the changes d lists, every change at and on the way to the folders the
-// rules hold is walked. Moved are the paths a file moved onto a denied path came from
-// (the same content and inode there before, nothing there after): a put back of the
-// denied paths alone would lose the file, so they are put back too.
+// rules hold is walked. It fails closed where the checkpoints could not see: a folder
+// d's end did not capture there is listed as Unseen (what was written in it is not
+// known), and a path whose state at d's start is not known is marked Unknown (it cannot
+// be put back). Moved are the paths a file moved onto a denied path came from (the same
+// content and inode there before, nothing there after): a put back of the denied paths
+// alone would lose the file, so they are put back too.
 func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) (denied []DeniedWrite, moved []string, err error) {
 	if rules == nil {
 		return nil, nil, nil
@@ -119,13 +136,14 @@ func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) 
 	if err != nil {
 		return nil, nil, err
 	}
+	var under []string // nil: the whole workspace
+	if !slices.Contains(rules.WriteRoots(), ".") {
+		roots, aliases := writeRoots(ws, rules)
+		under = append(roots, slices.Collect(maps.Keys(aliases))...)
+	}
 	all := d
 	if d.Omitted > 0 {
-		df := &differ{s: s, d: &Diff{}, every: true}
-		if !slices.Contains(rules.WriteRoots(), ".") {
-			roots, aliases := writeRoots(ws, rules)
-			df.under = append(roots, slices.Collect(maps.Keys(aliases))...)
-		}
+		df := &differ{s: s, d: &Diff{}, every: true, under: under}
 		if err := df.trees(t[0], t[1]); err != nil {
 			return nil, nil, err
 		}
@@ -133,11 +151,23 @@ func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) 
 	}
 	denied = all.DeniedWrites(ws, rules)
 	g := grafter{s}
+	if d.partial[1] {
+		var unseen []DeniedWrite
+		if err := g.unseen(t[1], under, nil, &unseen); err != nil {
+			return nil, nil, err
+		}
+		denied = withUnseen(denied, unseen, rules.String())
+	}
 	onto := map[fileID]bool{}
-	for _, w := range denied {
+	for i, w := range denied {
+		if d.partial[0] {
+			if denied[i].Unknown, err = g.unknown(t[0], w.Path); err != nil {
+				return nil, nil, err
+			}
+		}
 		if e, err := g.at(t[1], w.Path); err != nil {
 			return nil, nil, err
-		} else if id, ok := idOf(e); ok && !w.Link {
+		} else if id, ok := idOf(e); ok && !w.Link && !denied[i].Unknown {
 			onto[id] = true
 		}
 	}
@@ -145,6 +175,72 @@ func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) 
 		err = g.vanished(t[0], t[1], onto, nil, &moved)
 	}
 	return denied, moved, err
+}
+
+// withUnseen is denied with the folders of unseen (rules being what they may break) that
+// no path of denied holds, in path order; a path of denied such a folder holds goes, as
+// the folder is put back whole.
+func withUnseen(denied, unseen []DeniedWrite, rules string) []DeniedWrite {
+	holds := func(dir, p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	for _, u := range unseen {
+		if slices.ContainsFunc(denied, func(w DeniedWrite) bool { return holds(w.Path, u.Path) }) {
+			continue
+		}
+		denied = slices.DeleteFunc(denied, func(w DeniedWrite) bool { return holds(u.Path, w.Path) })
+		u.Rule = rules
+		denied = append(denied, u)
+	}
+	slices.SortFunc(denied, func(a, b DeniedWrite) int { return strings.Compare(a.Path, b.Path) })
+	return denied
+}
+
+// unseen adds to out the folders of tree t (under path), and the entries of a kind it
+// could not tell, that t did not capture, at, in or on the way to a folder of under
+// (anywhere when under is nil).
+func (g grafter) unseen(t tree, under []string, path []byte, out *[]DeniedWrite) error {
+	for i := range t {
+		e := &t[i]
+		p := appendName(slices.Clip(path), e.name)
+		if under != nil && !slices.ContainsFunc(under, func(r string) bool { return atOrUnder(string(p), r) || atOrUnder(r, string(p)) }) {
+			continue
+		}
+		switch {
+		case e.kind != kindDir && e.kind != kindUnknown:
+		case !e.captured():
+			*out = append(*out, DeniedWrite{Path: string(p), Unseen: true, Note: e.note})
+		default:
+			sub, err := g.s.subtree(e)
+			if err != nil {
+				return err
+			}
+			if err := g.unseen(sub, under, p, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unknown says whether tree t does not tell what it held at the workspace path p: p,
+// or a folder on its way, was not captured.
+func (g grafter) unknown(t tree, p string) (bool, error) {
+	names := strings.Split(p, "/")
+	for i, name := range names {
+		e := t.find(name)
+		switch {
+		case e == nil:
+			return false, nil // nothing there: a put back removes it
+		case !e.captured():
+			return true, nil
+		case i == len(names)-1 || e.kind != kindDir:
+			return false, nil
+		}
+		var err error
+		if t, err = g.s.subtree(e); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // fileID is a captured file by content and inode: what a rename keeps.

@@ -200,6 +200,9 @@ type Store struct {
 	// counts the checkpoints that walked the workspace.
 	watch *watcher
 	walks int
+	// lentLeft: a walk ended without giving back every mode it lent, and its note
+	// (lent.go) is kept; the next walk gives them back first.
+	lentLeft bool
 }
 
 // Open opens the store in dir, creating it if needed. It takes the store's lock, so a

@@ -53,16 +53,19 @@ func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
 	}
 }
 
-// checkpointWarnings says deny rules lose their second wall with checkpoints off: each step's
-// change is held to the write-deny rules by putting back, from the step's checkpoint,
-// what the sandbox's read-only binds missed.
+// NoSecondWall is what deny rules lose with checkpoints off: each step's change is held
+// to the write-deny rules by putting back, from the step's checkpoint, what the sandbox's
+// read-only binds missed. The config's warning and an agent's policy view say it.
+const NoSecondWall = "the deny rules have no second wall: a write the sandbox's read-only binds miss " +
+	"(a file new under a rule such as write_file(*.toml), or in a folder made during the step) is not put back"
+
+// checkpointWarnings says deny rules lose their second wall with checkpoints off.
 func (c *Config) checkpointWarnings(warn func(key, format string, args ...any)) {
 	deny := len(c.Permissions.Deny) > 0
 	for _, o := range c.Agents {
 		deny = deny || len(o.Deny) > 0
 	}
 	if !c.Checkpoints.Enabled && deny {
-		warn("checkpoints.enabled", "is false, so the deny rules have no second wall: a write the sandbox's read-only binds miss "+
-			"(a file new under a rule such as write_file(*.toml), or in a folder made during the step) is not put back; set enabled = true")
+		warn("checkpoints.enabled", "is false, so %s; set enabled = true", NoSecondWall)
 	}
 }

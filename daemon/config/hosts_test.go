@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestOllamaHostsValidate(t *testing.T) {
@@ -93,14 +95,8 @@ func TestOldOllamaHostKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, warns, err := Load(path, nil)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("Load = %v, want an error saying %q", err, tc.err)
-				}
+			if testutil.WantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(c.Ollama.Hosts, tc.hosts) {
 				t.Errorf("hosts %+v, want %+v", c.Ollama.Hosts, tc.hosts)

@@ -106,7 +106,7 @@ func attackSandbox(r *attackRig) {
 // outside, sleepArg marks a process that must not outlive its command, etcMark a file
 // that must not appear in /etc.
 func (r *attackRig) sandboxSteps(sbx, sleepArg, etcMark string) []step {
-	pid := r.d.cmd.Process.Pid
+	pid := r.d.grp.Cmd.Process.Pid
 	canary := fmt.Sprintf("http://127.0.0.1:%d/c/", r.canary.port)
 	sock := r.d.socket
 	py := func(code string) string { return "python3 -c " + shellQuote(code) }

@@ -189,9 +189,8 @@ type daemon struct {
 	stateDir string
 	logPath  string
 
-	cmd  *exec.Cmd
-	done chan struct{} // closed once cmd has been waited for
-	c    *api.Client
+	grp *testutil.Group // the running daemon; nil when stopped
+	c   *api.Client
 }
 
 type daemonOpts struct {
@@ -211,13 +210,7 @@ func newDaemon(t *testing.T, o daemonOpts) *daemon {
 	if err := os.WriteFile(cfgPath, []byte(o.config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AGENTD_") && !strings.HasPrefix(kv, "OLLAMA_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, o.env...)
+	env := append(testutil.Environ("AGENTD_", "OLLAMA_"), o.env...)
 	if o.binary {
 		agentd, _ := binaries(t)
 		d.argv = []string{agentd, "--config", cfgPath, "--state-dir", d.stateDir, "--socket", d.socket}
@@ -244,7 +237,7 @@ func newDaemon(t *testing.T, o daemonOpts) *daemon {
 func (d *daemon) start() time.Duration {
 	t := d.t
 	t.Helper()
-	if d.cmd != nil {
+	if d.grp != nil {
 		t.Fatal("daemon already running")
 	}
 	begin := time.Now()
@@ -257,13 +250,11 @@ func (d *daemon) start() time.Duration {
 	cmd := exec.Command(d.argv[0], d.argv[1:]...)
 	cmd.Env = d.env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	grp, err := testutil.StartGroup(cmd)
+	if err != nil {
 		t.Fatalf("starting agentd: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	d.cmd, d.done = cmd, done
+	d.grp = grp
 	// A fresh client: the old one's pooled connections went with the old process.
 	d.c = &api.Client{Socket: d.socket}
 	if !testutil.Wait(30*time.Second, func() bool {
@@ -274,8 +265,8 @@ func (d *daemon) start() time.Duration {
 			return true
 		}
 		select {
-		case <-done:
-			d.cmd = nil
+		case <-grp.Done():
+			d.grp = nil
 			t.Fatalf("agentd exited before it was ready: %v", cmd.ProcessState)
 		default:
 		}
@@ -289,26 +280,12 @@ func (d *daemon) start() time.Duration {
 func (d *daemon) client() *api.Client { return d.c }
 
 // running reports whether the process is still alive.
-func (d *daemon) running() bool {
-	if d.cmd == nil {
-		return false
-	}
-	select {
-	case <-d.done:
-		return false
-	default:
-		return true
-	}
-}
+func (d *daemon) running() bool { return d.grp.Running() }
 
 // kill ends the daemon's whole process group with SIGKILL and reaps it.
 func (d *daemon) kill() {
-	if d.cmd == nil {
-		return
-	}
-	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-	<-d.done
-	d.cmd = nil
+	d.grp.End(syscall.SIGKILL, 0)
+	d.grp = nil
 }
 
 // term sends SIGTERM and waits up to timeout for the exit; it returns the exit code and
@@ -316,17 +293,17 @@ func (d *daemon) kill() {
 func (d *daemon) term(timeout time.Duration) (int, time.Duration) {
 	d.t.Helper()
 	begin := time.Now()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.grp.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		d.t.Fatalf("SIGTERM: %v", err)
 	}
 	select {
-	case <-d.done:
+	case <-d.grp.Done():
 	case <-time.After(timeout):
 		d.kill()
 		d.t.Fatalf("agentd did not exit within %v of SIGTERM", timeout)
 	}
-	code := d.cmd.ProcessState.ExitCode()
-	d.cmd = nil
+	code := d.grp.Cmd.ProcessState.ExitCode()
+	d.grp = nil
 	return code, time.Since(begin)
 }
 

@@ -212,29 +212,17 @@ func reply(name string, args any) string {
 	return string(b)
 }
 
-// replyForever makes the model answer its n-th request (from 1) with next(n).
-func (h *harness) replyForever(next func(n int) string) {
-	var mu sync.Mutex
-	n := 0
-	h.fake.SetDefault(func(*ollama.ChatRequest) string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return next(n)
-	})
-}
-
 // listForever makes the model do new work every step: write a file it has not written
 // (listing the same folder again and again is a loop the watchdog stops).
 func (h *harness) listForever() {
-	h.replyForever(func(n int) string {
+	h.fake.SetDefaultNth(func(n int) string {
 		return reply("write_file", map[string]string{"path": fmt.Sprintf("n%d.txt", n), "contents": fmt.Sprint(n)})
 	})
 }
 
 // loopForever makes the model go round list_folder . and read_file notes.txt.
 func (h *harness) loopForever() {
-	h.replyForever(func(n int) string {
+	h.fake.SetDefaultNth(func(n int) string {
 		if n%2 == 1 {
 			return reply("list_folder", map[string]string{"path": "."})
 		}

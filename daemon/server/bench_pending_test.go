@@ -133,15 +133,12 @@ type restarted struct {
 func restartUntilListed(b *testing.B, bin, cfgPath, stateDir, socket string, n int) restarted {
 	cmd := exec.Command(bin, "--config", cfgPath, "--state-dir", stateDir, "--socket", socket)
 	cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
+	grp, err := testutil.StartGroup(cmd)
+	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
+	defer grp.End(syscall.SIGTERM, time.Minute)
 	var r restarted
 	c := &api.Client{Socket: socket}
 	if !testutil.Wait(time.Minute, func() bool { _, err := c.Status(context.Background()); return err == nil }) {

@@ -293,14 +293,8 @@ func TestRulesReadPastedMentions(t *testing.T) {
 			} else {
 				r, err = discordRules(&config.DiscordConfig{Approvers: tc.discord[0], ApproverRoles: tc.discord[1]})
 			}
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want it to say %q", err, tc.wantErr)
-				}
+			if testutil.WantErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(r.Approvers.Users, tc.wantUsers) || !reflect.DeepEqual(r.Approvers.Groups, tc.wantGroups) {
 				t.Errorf("approvers = %+v, want users %v groups %v", r.Approvers, tc.wantUsers, tc.wantGroups)

@@ -60,8 +60,7 @@ func TestBindingsSurviveReopen(t *testing.T) {
 }
 
 func TestBindingsKeepTheLatestPerAgent(t *testing.T) {
-	s, _ := open(t)
-	a := seed(t, s)
+	s, a := seeded(t)
 	ctx := context.Background()
 	for i, thread := range []string{"1.0", "2.0"} {
 		s.now = func() func() time.Time { n := time.UnixMilli(int64(1000 + i)); return func() time.Time { return n } }()

@@ -13,8 +13,7 @@ import (
 )
 
 func TestMemoriesRoundTrip(t *testing.T) {
-	s, _ := open(t)
-	a := seed(t, s)
+	s, a := seeded(t)
 	var committed []string
 	mustTx(t, s, func(tx *Tx) error {
 		for i, m := range []Memory{
@@ -119,8 +118,7 @@ func TestAfterCommitOfAReadRunsOnlyWhenItEndsWell(t *testing.T) {
 }
 
 func TestEpisodeLinesWithSummaries(t *testing.T) {
-	s, _ := open(t)
-	a := seed(t, s)
+	s, a := seeded(t)
 	ctx := context.Background()
 	mustTx(t, s, func(tx *Tx) error {
 		for i := 1; i <= 5; i++ {
@@ -196,8 +194,7 @@ func TestStepQueriesUseAnIndex(t *testing.T) {
 // Tags survive a round trip; an agent's own pages leave the shared memories out; stats
 // count per agent and kind, with sizes in bytes and the time span.
 func TestMemoryTagsPagesAndStats(t *testing.T) {
-	s, _ := open(t)
-	a := seed(t, s)
+	s, a := seeded(t)
 	t0 := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
 	mustTx(t, s, func(tx *Tx) error {
 		for _, m := range []Memory{
@@ -244,8 +241,7 @@ func TestMemoryTagsPagesAndStats(t *testing.T) {
 
 // A memory's speaker and context are kept beside its text and read back everywhere.
 func TestMemorySpeakerAndContextRoundTrip(t *testing.T) {
-	s, _ := open(t)
-	a := seed(t, s)
+	s, a := seeded(t)
 	ctx := context.Background()
 	want := Memory{ID: "m-ana", AgentID: a.ID, Kind: "chat", Text: "the deadline moved to Friday",
 		Source: "slack message from Ana", Speaker: "Ana", Context: "Bo: when is the deadline?"}

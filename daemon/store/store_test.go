@@ -55,6 +55,13 @@ func reopen(t *testing.T, s *Store, path string) *Store {
 	return s2
 }
 
+// seeded is a store with seed's agent in it.
+func seeded(t *testing.T) (*Store, *Agent) {
+	t.Helper()
+	s, _ := open(t)
+	return s, seed(t, s)
+}
+
 func seed(t *testing.T, s *Store) *Agent {
 	t.Helper()
 	a := &Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
@@ -101,8 +108,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 func TestFirstDecisionWins(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	wins := 0
@@ -139,8 +145,7 @@ func TestFirstDecisionWins(t *testing.T) {
 }
 
 func TestFailedTxLeavesNothing(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	boom := errors.New("boom")
 	err := s.Tx(context.Background(), func(tx *Tx) error {
 		tx.InsertEpisode("a-1", &api.Episode{RunID: "r-1", Step: 1, ProposalID: "p-1", Command: "read_file", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
@@ -161,8 +166,7 @@ func TestFailedTxLeavesNothing(t *testing.T) {
 }
 
 func TestEpisodesNewestLimitOldestFirst(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	s.Tx(context.Background(), func(tx *Tx) error {
 		for i := 1; i <= 5; i++ {
 			tx.InsertEpisode("a-1", &api.Episode{RunID: "r-1", Step: i, ProposalID: "p-1", Command: "c", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
@@ -182,8 +186,7 @@ func TestEpisodesNewestLimitOldestFirst(t *testing.T) {
 }
 
 func TestDeleteCascades(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	s.Tx(context.Background(), func(tx *Tx) error { return tx.DeleteAgent("a-1") })
 	s.View(context.Background(), func(tx *Tx) error {
 		if _, err := tx.Proposal("p-1"); !errors.Is(err, ErrNotFound) {
@@ -288,8 +291,7 @@ func (t *Tx) CountEpisodes(agentID string) (int, error) {
 // TestDecisionKeepsTheChatDecidersName: a chat decision's display name (by_name) is
 // stored beside the id, so history and replay name the person as follow did.
 func TestDecisionKeepsTheChatDecidersName(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	mustTx(t, s, func(tx *Tx) error {
 		return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "slack", By: "U04ABC", ByName: "Ana Lima"})
 	})
@@ -337,8 +339,7 @@ func TestProposalPreviewSurvivesReopen(t *testing.T) {
 }
 
 func TestHelpersAndWaits(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	mustTx(t, s, func(tx *Tx) error {
 		h := &Agent{Agent: api.Agent{ID: "a-2", Name: "one/helper", State: api.StateThinking, Workspace: "/tmp/ws/agents/helper",
 			RunID: "r-2", ParentID: "a-1", Policy: api.Policy{Mode: "ask"}}}
@@ -379,8 +380,7 @@ func TestHelpersAndWaits(t *testing.T) {
 }
 
 func TestWaitGoesWithItsParent(t *testing.T) {
-	s, _ := open(t)
-	seed(t, s)
+	s, _ := seeded(t)
 	ctx := context.Background()
 	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-9", HelperRun: "r-9"}); err != nil {

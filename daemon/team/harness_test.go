@@ -16,8 +16,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/agenttest"
@@ -32,7 +30,6 @@ type env struct {
 	dir  string
 	fake *ollamatest.Fake
 	st   *store.Store
-	lc   *llm.Client
 
 	mu      sync.Mutex
 	queues  map[string][]string // by speaker: a role name, "choose", "reflect", "agent"
@@ -50,15 +47,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), fake: ollamatest.NewFake(t), queues: map[string][]string{}}
-	st, err := store.Open(context.Background(), filepath.Join(e.dir, "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e.st = st
-	if e.lc, err = llm.New(e.fake.URL(), nil); err != nil {
-		t.Fatal(err)
-	}
+	e.st = agenttest.OpenStore(t, e.dir)
 	e.fake.OnChat(e.reply)
 	e.start()
 	t.Cleanup(e.stop)
@@ -72,11 +61,7 @@ var _ Agents = agenttest.API{}
 func (e *env) start() {
 	e.t.Helper()
 	var eng *Engine
-	sopt := agent.OptionsOf(config.Default())
-	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
-	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"read_file", "write_file", "ask_user", "finish"}
-	sopt.Store, sopt.LLM, sopt.StateDir = e.st, e.lc, e.dir
-	sopt.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
+	sopt := agenttest.Options(e.t, e.st, e.dir, e.fake.URL(), ollamatest.TinyModelName, "read_file", "write_file", "ask_user", "finish")
 	sopt.OnRunEnd = func(end run.End) { eng.RunEnded(end) }
 	sup, err := agent.New(sopt)
 	if err != nil {
@@ -86,7 +71,7 @@ func (e *env) start() {
 	if e.wrap != nil {
 		agents = e.wrap(sup)
 	}
-	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.ModelSettings, Agents: agents,
+	eng, err = New(Options{Store: e.st, LLM: sopt.LLM, Settings: sup.ModelSettings, Agents: agents,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, ModelAttempts: 3})
 	if err != nil {
 		e.t.Fatal(err)

@@ -35,8 +35,7 @@ func (e *env) createIdle(n int) []string {
 func BenchmarkAgentsPage1000(b *testing.B) {
 	e := newEnv(b)
 	e.createIdle(1000)
-	br := e.browser()
-	br.login(e)
+	br := e.loggedIn()
 	if got := br.get("/"); got.StatusCode != 200 || strings.Count(got.Body, `<tr id="agent-`) != agentsPageRows {
 		b.Fatalf("the page does not list a page of %d agents: %d", agentsPageRows, got.StatusCode)
 	}

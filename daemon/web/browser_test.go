@@ -148,8 +148,7 @@ func TestBrowserLongUnbrokenTextWraps(t *testing.T) {
 	a := e.create("long")
 	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
 	must(t, len(p.Thoughts.Text) == 195 && len(path) == 244, "the script is not what the test means")
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	form := map[string][]string{"csrf": {b.csrf()}, "proposal_id": {p.ID}, "hash": {p.Hash}, "kind": {"approve"}}
 	must(t, b.post("/agents/"+a.ID+"/decide", form).StatusCode == 200, "approving the write failed")
 	e.waitState(a.ID, api.StateAwaitingDecision) // the read waits, with the same thought

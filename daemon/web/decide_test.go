@@ -39,8 +39,7 @@ func (b *browser) shown(agent string) (id, hash, body string) {
 func (e *env) awaitingWriter() (*api.Agent, *browser, string) {
 	a := e.create("writer")
 	e.waitState(a.ID, api.StateAwaitingDecision)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	return a, b, b.csrf()
 }
 
@@ -165,8 +164,7 @@ func TestRewindAnEarlierRunsStepFromTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.approveRun(a.ID)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	csrf := b.csrf()
 	page := b.get("/agents/" + a.ID).Body
 	must(t, strings.Contains(page, `<option value="`+first+`">`), "the agent page does not offer run %s to rewind:\n%s", first, page)

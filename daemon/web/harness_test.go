@@ -173,8 +173,8 @@ func (e *env) browser() *browser {
 	return &browser{t: e.t, base: strings.TrimSuffix(e.base, "/"), hc: &http.Client{Jar: jar}}
 }
 
-// login spends a fresh login URL and returns it.
-func (b *browser) login(e *env) string {
+// login spends a fresh login URL.
+func (b *browser) login(e *env) {
 	b.t.Helper()
 	u, err := e.con.LoginURL()
 	if err != nil {
@@ -183,7 +183,13 @@ func (b *browser) login(e *env) string {
 	if resp := b.get(u); resp.StatusCode != 200 {
 		b.t.Fatalf("login: %d", resp.StatusCode)
 	}
-	return u
+}
+
+// loggedIn is a browser with a session: what most console tests start from.
+func (e *env) loggedIn() *browser {
+	b := e.browser()
+	b.login(e)
+	return b
 }
 
 type got struct {

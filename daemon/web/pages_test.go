@@ -73,8 +73,7 @@ func TestPages(t *testing.T) {
 func TestAgentsPageIsPaged(t *testing.T) {
 	e := newEnv(t)
 	ids := e.createIdle(agentsPageRows*2 + 5)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	rowRE := regexp.MustCompile(`<tr id="agent-([^"]+)"`)
 	nextRE := regexp.MustCompile(`<a href="([^"]+)" id="next-page"`)
 	var seen []string
@@ -101,8 +100,7 @@ func TestAgentsPageIsPaged(t *testing.T) {
 
 func TestMemorySearchPage(t *testing.T) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	for _, m := range []api.MemoryAddRequest{
 		{Text: "The backup runs nightly at 03:00 from the NAS.", Source: "ops-notes.md"},
 		{Text: "Lunch is at noon <b>sharp</b>.", Source: "a person"},

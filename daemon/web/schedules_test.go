@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,27 +12,35 @@ import (
 )
 
 func TestSpecCheck(t *testing.T) {
+	checkForms(t, []formCheck{
+		{"weekdays_in_paris", url.Values{"spec": {"0 9 * * 1-5"}, "time_zone": {"Europe/Paris"}}, []string{"Fires next (in Europe/Paris)", "09:00 CE"}},
+		{"every_90m", url.Values{"spec": {"@every 90m"}, "time_zone": {"UTC"}}, []string{"Fires next"}},
+		{"spec_names_its_zone", url.Values{"spec": {"CRON_TZ=Asia/Tokyo 30 2 * * *"}}, []string{"Asia/Tokyo", "02:30 JST"}},
+		{"minute_out_of_range", url.Values{"spec": {"61 * * * *"}}, []string{`class="bad"`, "61"}},
+		{"empty", url.Values{"spec": {""}}, []string{`class="bad"`, "is empty"}},
+		{"unknown_zone", url.Values{"spec": {"0 9 * * *"}, "time_zone": {"Mars/Olympus"}}, []string{`class="bad"`, "not an IANA zone"}},
+		{"hostile_spec_is_text", url.Values{"spec": {`<script>alert(1)</script>`}}, []string{`class="bad"`, "&lt;script&gt;"}},
+	})
+}
+
+// formCheck is a schedule form's fields sent to the check endpoint and what its answer says.
+type formCheck struct {
+	name string
+	form url.Values
+	want []string
+}
+
+// checkForms sends each form to the check endpoint, as the page does while it is typed,
+// and checks the answer says what it should, with what the person typed as text.
+func checkForms(t *testing.T, tests []formCheck) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
-	tests := []struct {
-		name, spec, zone string
-		want             []string
-	}{
-		{"weekdays_in_paris", "0 9 * * 1-5", "Europe/Paris", []string{"Fires next (in Europe/Paris)", "09:00 CE"}},
-		{"every_90m", "@every 90m", "UTC", []string{"Fires next"}},
-		{"spec_names_its_zone", "CRON_TZ=Asia/Tokyo 30 2 * * *", "", []string{"Asia/Tokyo", "02:30 JST"}},
-		{"minute_out_of_range", "61 * * * *", "", []string{`class="bad"`, "61"}},
-		{"empty", "", "", []string{`class="bad"`, "is empty"}},
-		{"unknown_zone", "0 9 * * *", "Mars/Olympus", []string{`class="bad"`, "not an IANA zone"}},
-		{"hostile_spec_is_text", `<script>alert(1)</script>`, "", []string{`class="bad"`, "&lt;script&gt;"}},
-	}
+	b := e.loggedIn()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := b.get("/schedules/check?" + url.Values{"spec": {tt.spec}, "time_zone": {tt.zone}}.Encode())
+			got := b.get("/schedules/check?" + tt.form.Encode())
 			must(t, got.StatusCode == 200, "status %d", got.StatusCode)
 			for _, w := range tt.want {
-				must(t, strings.Contains(got.Body, w), "%q does not say %q:\n%s", tt.spec, w, got.Body)
+				must(t, strings.Contains(got.Body, w), "%v does not say %q:\n%s", tt.form, w, got.Body)
 			}
 			must(t, !strings.Contains(got.Body, "<script>"), "a raw script tag:\n%s", got.Body)
 		})
@@ -39,8 +49,7 @@ func TestSpecCheck(t *testing.T) {
 
 func TestAddScheduleAndReplay(t *testing.T) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	csrf := b.csrf()
 	a := e.create("sched")
 	got := b.post("/schedules", url.Values{"csrf": {csrf}, "name": {"Bad Name"}, "spec": {"0 9 * * *"}, "agent": {a.ID}, "goal": {"g"}})
@@ -59,4 +68,50 @@ func TestAddScheduleAndReplay(t *testing.T) {
 	must(t, strings.Contains(got.Body, `href="/runs/`), "the agent page links no run:\n%s", got.Body)
 	rp := b.get("/runs/" + a.ID)
 	must(t, rp.StatusCode == 200 && strings.Contains(rp.Body, `id="replay"`) && strings.Contains(rp.Body, "finish"), "replay:\n%s", rp.Body)
+}
+
+// The wake conditions are checked as they are typed, through the spec's check endpoint,
+// by the daemon's own check of their form; what the person typed comes back as text.
+func TestWhenCheck(t *testing.T) {
+	tests := []formCheck{
+		{"none", url.Values{}, []string{`class="ok"`, "every firing wakes the model"}},
+		{"changed_and_url", url.Values{"when_changed": {"inbox\n notes/ \n"}, "when_url": {"https://example.com/feed"}, "when_combine": {"all"}},
+			[]string{`class="ok"`, "wakes the model when --when-changed inbox --when-changed notes --when-url https://example.com/feed --when-all"}},
+		{"command_and_policy", url.Values{"when": {"test -s inbox/new"}, "when_failed": {"wake"}, "when_failed_after": {"5"}},
+			[]string{`class="ok"`, "--when &#39;test -s inbox/new&#39; --when-failed wake --when-failed-after 5"}},
+		{"command_with_network", url.Values{"when": {"curl -fs https://example.com/feed"}, "when_network": {"on"}},
+			[]string{`class="ok"`, "--when-network"}},
+		{"network_without_a_command", url.Values{"when_changed": {"inbox"}, "when_network": {"on"}}, []string{`class="bad"`, "--when-network lets the --when commands reach the network"}},
+		{"path_leaves", url.Values{"when_changed": {"../etc"}}, []string{`class="bad"`, "leaves the workspace"}},
+		{"url_scheme", url.Values{"when_url": {"file:///etc/passwd"}}, []string{`class="bad"`, "only http and https"}},
+		{"all_without_conditions", url.Values{"when_combine": {"all"}}, []string{`class="bad"`, "none is given"}},
+		{"bad_count", url.Values{"when_changed": {"inbox"}, "when_failed_after": {"many"}}, []string{`class="bad"`, "whole number"}},
+		{"hostile_path_is_text", url.Values{"when_changed": {"<script>alert(1)</script>"}}, []string{"&lt;script&gt;"}},
+	}
+	for _, tt := range tests {
+		tt.form.Set("part", "when")
+	}
+	checkForms(t, tests)
+}
+
+// The form's conditions reach the schedule, the check command's network too, and the
+// daemon's checks against the agent (a path that does not exist) refuse it with their
+// reason.
+func TestAddScheduleWithConditions(t *testing.T) {
+	e := newEnv(t)
+	b := e.loggedIn()
+	csrf := b.csrf()
+	a := e.create("watcher")
+	form := url.Values{"csrf": {csrf}, "name": {"triage"}, "spec": {"0 9 * * *"}, "agent": {a.ID}, "goal": {"triage"}, "when_changed": {"inbox"}}
+	got := b.post("/schedules", form)
+	must(t, strings.Contains(got.Body, "not added: when: --when-changed inbox: it does not exist"), "a missing path was not refused:\n%s", got.Body)
+	must(t, os.MkdirAll(filepath.Join(a.Workspace, "inbox"), 0o755) == nil, "mkdir")
+	got = b.post("/schedules", form)
+	must(t, strings.Contains(got.Body, "added triage"), "not added:\n%s", got.Body)
+	s, err := e.mgr.Schedule(context.Background(), "triage")
+	must(t, err == nil && s.When != nil && s.When.Changed[0] == "inbox", "schedule: %+v, %v", s, err)
+
+	// The check command may be given the network, as agentctl's and chat's --when-network do.
+	w, err := whenOf(url.Values{"when": {"curl -fs https://example.com/feed"}, "when_network": {"on"}})
+	must(t, err == nil && w != nil && w.Network, "the form's network box does not reach the conditions: %+v, %v", w, err)
 }

@@ -16,8 +16,7 @@ import (
 
 func TestSecurityRefusals(t *testing.T) {
 	e := newEnv(t)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	csrf := b.csrf()
 	port := strings.TrimSuffix(e.base[strings.LastIndex(e.base, ":")+1:], "/")
 	form := func(csrf string) url.Values {

@@ -105,8 +105,7 @@ func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 		writes = append(writes, reply("write_file", map[string]string{"path": "f" + strconv.Itoa(i), "contents": "x\n"}, nil))
 	}
 	e.script(writes...)
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	m := eventsRE.FindStringSubmatch(b.get("/").Body)
 	must(t, m != nil, "the agents page follows no stream")
 	path := strings.ReplaceAll(m[1], "&amp;", "&")
@@ -155,8 +154,7 @@ func TestAgentStreamRendersEveryField(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "hello\n"}, nil))
 	a := &api.Agent{ID: e.createIdle(1)[0]} // its run starts once the page follows it
-	b := e.browser()
-	b.login(e)
+	b := e.loggedIn()
 	path := strings.ReplaceAll(eventsRE.FindStringSubmatch(b.get("/agents/" + a.ID).Body)[1], "&amp;", "&")
 	must(t, strings.Contains(path, "agent="+a.ID), "the agent page follows %s", path)
 	s := b.stream(path, 0)

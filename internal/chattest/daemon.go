@@ -14,11 +14,9 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/server/chatstore"
@@ -144,22 +142,16 @@ func (d *Daemon) Start(attach Attach) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, err := llm.New(d.Model.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(d.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	sopt := agent.OptionsOf(config.Default())
-	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
-	sopt.Model, sopt.Commands = ollamatest.TinyModelName, append([]string{"write_file", "read_file", "ask_user", "finish", TouchCommand}, d.Commands...)
-	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log = st, lc, d.Dir, log
+	sopt := agenttest.Options(t, st, d.Dir, d.Model.URL(), ollamatest.TinyModelName,
+		append([]string{"write_file", "read_file", "ask_user", "finish", TouchCommand}, d.Commands...)...)
+	sopt.Log = log
 	if d.Memory {
 		if d.Ix, err = memory.Open(filepath.Join(d.Dir, "memory"), memory.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		sopt.Memory = agent.MemoryOf(config.Default().Memory, d.Ix)
 	}
-	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
 	var eng *team.Engine
 	sopt.OnRunEnd = func(end run.End) {
 		if f := d.RunEnded.Load(); f != nil {
@@ -174,7 +166,7 @@ func (d *Daemon) Start(attach Attach) {
 		t.Fatal(err)
 	}
 	if d.TeamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: agenttest.Of(sup), Log: log, Settings: sup.ModelSettings,
+		if eng, err = team.New(team.Options{Store: st, LLM: sopt.LLM, Agents: agenttest.Of(sup), Log: log, Settings: sup.ModelSettings,
 			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,6 +176,13 @@ func (f *Fake) SetDelay(d time.Duration) { set(f, &f.Delay, d) }
 
 // SetDefault replaces Default.
 func (f *Fake) SetDefault(fn func(req *ollama.ChatRequest) string) { set(f, &f.Default, fn) }
+
+// SetDefaultNth makes Default answer its n-th request (from 1) with next(n): a model that
+// does something new at every step, for as long as a test lets it.
+func (f *Fake) SetDefaultNth(next func(n int) string) {
+	var n atomic.Int64
+	f.SetDefault(func(*ollama.ChatRequest) string { return next(int(n.Add(1))) })
+}
 
 // Requests returns the chat requests received so far (including ones
 // answered with an error), oldest first.

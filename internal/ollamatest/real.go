@@ -15,13 +15,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	ollama "github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // OllamaVersion is the Ollama release the harness expects (scripts/ollama.sh builds it).
@@ -80,9 +81,8 @@ type Real struct {
 	logw io.Writer
 	tail *tailBuffer
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
+	mu  sync.Mutex
+	grp *testutil.Group // the running server; nil when stopped
 }
 
 // StartReal starts a real Ollama server for a test, with TinyModelName
@@ -179,15 +179,7 @@ func (r *Real) LogTail() string { return r.tail.String() }
 func (r *Real) Running() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
+	return r.grp.Running()
 }
 
 // Stop stops the server and its runner children (SIGTERM to the process
@@ -212,21 +204,8 @@ func (r *Real) Kill() {
 }
 
 func (r *Real) signalLocked(sig syscall.Signal) {
-	if r.cmd == nil {
-		return
-	}
-	pgid := r.cmd.Process.Pid // Setpgid: the group id is the leader's pid
-	if sig != syscall.SIGKILL {
-		_ = syscall.Kill(-pgid, sig)
-		select {
-		case <-r.done:
-		case <-time.After(stopTimeout):
-		}
-	}
-	// The server may be gone while a runner child lingers; kill whatever is left.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	<-r.done
-	r.cmd = nil
+	r.grp.End(sig, stopTimeout)
+	r.grp = nil
 }
 
 // Restart starts the server again on the same port with the same models
@@ -250,7 +229,7 @@ func (r *Real) RestartServer(ctx context.Context) error {
 func (r *Real) start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd != nil {
+	if r.grp != nil {
 		return errors.New("ollamatest: server already running")
 	}
 	cmd := exec.Command(r.bin, "serve")
@@ -258,22 +237,17 @@ func (r *Real) start(ctx context.Context) error {
 	cmd.Dir = r.dir
 	out := io.MultiWriter(r.logw, r.tail)
 	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group, so Stop can kill the runner children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A runner child inherits the output pipe; don't let it keep Wait from
 	// noticing that the server itself has exited.
 	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	// Own process group, so Stop can kill the runner children too.
+	grp, err := testutil.StartGroup(cmd)
+	if err != nil {
 		return fmt.Errorf("ollamatest: start %s serve: %w", r.bin, err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	r.cmd, r.done = cmd, done
+	r.grp = grp
 
-	if err := r.waitReady(ctx, done); err != nil {
+	if err := r.waitReady(ctx, grp.Done()); err != nil {
 		r.stopLocked()
 		return fmt.Errorf("ollamatest: %s serve on %s: %w\n--- server log tail ---\n%s", r.bin, r.addr, err, r.tail.String())
 	}
@@ -283,14 +257,7 @@ func (r *Real) start(ctx context.Context) error {
 // env is the caller's environment without OLLAMA_* settings, plus a private
 // HOME (the server writes its key there) and models directory.
 func (r *Real) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OLLAMA_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
+	return append(testutil.Environ("OLLAMA_", "HOME="),
 		"HOME="+filepath.Join(r.dir, "home"),
 		"OLLAMA_HOST="+r.addr,
 		"OLLAMA_MODELS="+filepath.Join(r.dir, "models"),

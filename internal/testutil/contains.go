@@ -21,3 +21,20 @@ func CheckContains(t testing.TB, what, got string, want, notWant []string) {
 		}
 	}
 }
+
+// WantErr checks err against want, the text a table case expects its error to hold: with
+// want set, err must hold it and WantErr reports true (the case ends there); with want
+// empty, err must be nil.
+func WantErr(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("error = %v, want none", err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want one saying %q", err, want)
+	}
+	return true
+}

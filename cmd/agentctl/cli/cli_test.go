@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/cmd/agentctl/cli"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -138,5 +139,22 @@ func waitOutput(t *testing.T, s *testutil.SyncBuffer, substr string, n int) {
 	t.Helper()
 	if !testutil.Wait(10*time.Second, func() bool { return strings.Count(s.String(), substr) >= n }) {
 		t.Fatalf("timed out waiting for %q (x%d) in:\n%s", substr, n, s.String())
+	}
+}
+
+// create says at once when the new agent's deny rules (its config section's, the global
+// ones) have no second wall, as the daemon's policy view warns.
+func TestCreateWarnsWhenTheAgentsDenyRulesHaveNoSecondWall(t *testing.T) {
+	f := newFakeDaemon(t)
+	const warning = "checkpoints are off ([checkpoints] enabled = false), so the deny rules have no second wall: set [checkpoints] enabled = true in the config"
+	apitest.Handle(&f.api, api.PolicyRoute, func(_ context.Context, ref string, _ api.None) (*api.PolicyView, error) {
+		if ref != "a-9" { // the agent create made
+			return nil, fmt.Errorf("%w: no agent %s", api.ErrNotFound, ref)
+		}
+		return &api.PolicyView{AgentID: ref, Permissions: []api.Permission{{Effect: "deny", Pattern: "write_file(*.toml)", Source: "config"}}, Warnings: []string{warning}}, nil
+	})
+	r := runCLI(t, "", "--socket", f.sock, "create", "--name", "x", "--role", "a test agent")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: "+warning+"\n") || strings.Contains(r.stdout, "warning") {
+		t.Errorf("create with deny rules and checkpoints off: %s\nwant the warning on stderr", r)
 	}
 }

@@ -69,5 +69,10 @@ func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 		} else {
 			a.note("agent %s is idle; give it a task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
 		}
+		// The deny rules of its config apply at once: say so if they have no second wall.
+		// Only a warning, so a failed look-up says nothing: the agent is created.
+		if v, err := a.api().Policy().Get(ctx, ag.ID); err == nil {
+			a.warn(v.Warnings)
+		}
 	})
 }

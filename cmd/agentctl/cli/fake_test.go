@@ -235,7 +235,7 @@ func (f *fakeDaemon) routes() http.Handler {
 			{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config", Profile: api.ProfileBounded},
 			{Effect: "allow", Pattern: "execute_shell(make fmt)+write", Source: "agent-config", Profile: api.ProfileBoundedWrite},
 			{Effect: "allow", Pattern: "read_file(*)", Source: "config"},
-		}}, nil
+		}, Warnings: []string{"checkpoints are off ([checkpoints] enabled = false), so the deny rules have no second wall: set [checkpoints] enabled = true in the config"}}, nil
 	})
 	apitest.Handle(fk, api.TestPolicyRoute, f.testPolicy)
 	f.grantRoutes()

@@ -18,7 +18,9 @@ patterns — those stored for the agent (by "n!" decisions or by this command), 
 the agent's grants: each "y -N" (the next N-1 proposals of this run), each "y!" (this exact
 command with these args; on execute_shell and execute_python_file also the workspace files
 its line names, as they were: a rewritten check.py asks again; and since a program runs
-code its line does not name, such a y! ends once another step changes the workspace),
+code its line does not name, such a y! ends once another step of the agent or its
+helpers changes the workspace, or may have: a change the checkpoints cannot see, a step
+whose end a restart lost, any writing step while checkpoints are off),
 each pattern added with "add", and a run's auto steps (--auto N, a schedule's autonomy),
 with who made it, where, and how much of it is left. Every proposal a grant approves
 names it, in follow, show, why, replay, the audit log and chat.
@@ -137,7 +139,16 @@ func (a policyVerbs) printPolicy(v *api.PolicyView, grants []api.Grant) error {
 			return err
 		}
 	}
+	a.warn(v.Warnings)
 	return a.printGrants(grants)
+}
+
+// warn prints the policy view's warnings (write-deny rules while checkpoints are off)
+// to stderr, where policy AGENT and create show them.
+func (a *app) warn(warnings []string) {
+	for _, w := range warnings {
+		a.note("warning: %s", w)
+	}
 }
 
 // policyJSON is policy AGENT --json: the patterns' view with the grants beside them.

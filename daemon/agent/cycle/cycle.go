@@ -176,17 +176,21 @@ var Kinds = []Kind{
 }
 
 // Events lists every event the table tells apart: each kind in Kinds' order, and after
-// start, start_apply, succeeded, failed and late_end that kind again with Writes set (a
-// step that may change the workspace is checkpointed before it runs and its change
-// recorded when it ends; a read-only one, a read or the bounded profile's read-only
-// workspace, is not).
+// start, start_apply, succeeded, failed, result_lost, recovered, recovered_idempotent
+// and late_end that kind again with Writes set (a step that may change the workspace is
+// checkpointed before it runs and its change recorded when it ends, or when its end is
+// lost; a read-only one, a read or the bounded profile's read-only workspace, is not),
+// and after succeeded and failed with Writes, with Unchecked too.
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
 		evs = append(evs, Event{Kind: k})
 		switch k {
-		case Start, StartApply, Succeed, Fail, LateEnd:
+		case Start, StartApply, Succeed, Fail, ResultLost, Recovered, RecoveredIdempotent, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
+		}
+		if k == Succeed || k == Fail {
+			evs = append(evs, Event{Kind: k, Writes: true, Unchecked: true})
 		}
 	}
 	return evs
@@ -204,8 +208,14 @@ type Event struct {
 	Detail string
 	// Writes says the step may change the workspace (a write, a shell or python run, a
 	// clone… not a read-only command or the bounded profile's read-only workspace): on
-	// Start a checkpoint is taken first, and on its end the change is recorded.
+	// Start a checkpoint is taken first, and on its end the change is recorded — on a
+	// result the store lost or a restart found started too, as a change not known.
 	Writes bool
+	// Unchecked, on the end of a step that Writes, says what the step wrote could not be
+	// checked against the agent's write-deny rules, or put back where they deny it (a
+	// folder the checkpoints could not capture, an end checkpoint that failed): the
+	// agent pauses for a person to look (Reason says what).
+	Unchecked bool
 }
 
 // EffectKind names an effect.

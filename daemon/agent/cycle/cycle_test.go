@@ -60,6 +60,8 @@ func TestNext(t *testing.T) {
 		{"writing_start_checkpoints_first", State{Executing, Approved}, Event{Kind: Start, Writes: true}, State{Executing, Started}, Checkpoint, ""},
 		{"writing_end_records_change", State{Executing, Started}, Event{Kind: Succeed, Writes: true}, State{Thinking, Succeeded}, RecordChange, ""},
 		{"writing_failure_records_change", State{Executing, Started}, Event{Kind: Fail, Writes: true}, State{Thinking, ProposalFail}, RecordChange, ""},
+		{"unchecked_end_pauses_for_a_person", State{Executing, Started}, Event{Kind: Succeed, Writes: true, Unchecked: true}, State{Paused, Succeeded}, RecordChange, EndLoop},
+		{"unchecked_failure_pauses_for_a_person", State{Executing, Started}, Event{Kind: Fail, Writes: true, Unchecked: true}, State{Paused, ProposalFail}, RecordChange, ""},
 		{"rewind_restores_idle_agent", State{Idle, None}, Event{Kind: Rewind}, State{Idle, None}, Restore, ""},
 		{"rewind_keeps_pending_proposal", State{AwaitingDecision, Pending}, Event{Kind: Rewind}, State{AwaitingDecision, Pending}, Restore, Wait},
 	} {

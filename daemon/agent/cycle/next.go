@@ -273,6 +273,9 @@ func (t *transition) executed() bool {
 		if !act || p != Started {
 			return false
 		}
+		if t.ev.Writes {
+			t.effect(RecordChange) // what it changed is not known: recorded so
+		}
 		t.proposal(Interrupted, false)
 		t.agent(AwaitingDecision)
 		return true
@@ -330,7 +333,10 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		}
 		t.proposal(status, true)
 		t.effect(RecordEpisode)
-		if a == Executing {
+		switch {
+		case act && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on
+			t.agent(Paused)
+		case a == Executing:
 			t.agent(Thinking)
 		}
 	case Finish:
@@ -341,6 +347,9 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			t.endRun(api.RunFinished)
 		}
 	case Recovered, RecoveredIdempotent:
+		if t.ev.Writes {
+			t.effect(RecordChange) // what it changed before the restart is not known: recorded so
+		}
 		switch {
 		case !act: // its run was stopped or replaced while it ran: record it, ask no one
 			t.proposal(ProposalFail, true)

@@ -22,6 +22,9 @@ func Table() string {
 				if ev.Writes {
 					label += "+writes"
 				}
+				if ev.Unchecked {
+					label += "+unchecked"
+				}
 				to, effects, err := Next(from, ev)
 				if err != nil {
 					fmt.Fprintf(&b, "%-30s %-22s illegal\n", from, label)

@@ -63,18 +63,19 @@ func ApplyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 }
 
 // EndExactGrantsOnChange revokes the y! grants on a program line (bind.RunsFiles) that
-// a's family holds, now that step p changed a's workspace (changed says how, for the
-// record), except the grant p ran under. A y! binds the files its line names, but the
-// program also runs what it finds by itself (a module it imports, a default Makefile, a
-// conftest.py): a change made by any other step, or by a rewind, may have rewritten
-// that code, so the grant approves its line only while the workspace is as the grant's
-// own runs left it, and the next such proposal asks a person again.
+// a's family holds — its top agent and every helper under it, whose workspaces nest in
+// one another — now that step p of a changed a's workspace, or may have (changed says
+// how, for the record), except the grant p ran under. A y! binds the files its line
+// names, but the program also runs what it finds by itself (a module it imports, a
+// default Makefile, a conftest.py): a change made by any other step, or by a rewind, may
+// have rewritten that code, so the grant approves its line only while the workspace is
+// as the grant's own runs left it, and the next such proposal asks a person again.
 func EndExactGrantsOnChange(tx *store.Tx, a *store.Agent, p *api.Proposal, changed string) error {
 	owner, err := Owner(tx, a)
 	if err != nil {
 		return err
 	}
-	live, err := grantsFor(tx, a, owner)
+	live, err := familyGrants(tx, owner)
 	if err != nil || len(live) == 0 {
 		return err
 	}
@@ -100,6 +101,31 @@ func EndExactGrantsOnChange(tx *store.Tx, a *store.Agent, p *api.Proposal, chang
 		}
 	}
 	return nil
+}
+
+// familyGrants are the live grants of owner, a top agent, and of every helper under it
+// (MaxAncestors deep): a helper's workspace sits in its parent's, so a step of any of
+// them may change what another's y! runs.
+func familyGrants(tx *store.Tx, owner *store.Agent) ([]api.Grant, error) {
+	var out []api.Grant
+	level := []*store.Agent{owner}
+	for depth := 0; len(level) > 0 && depth <= MaxAncestors; depth++ {
+		var next []*store.Agent
+		for _, a := range level {
+			gs, err := tx.LiveGrants(a.ID, owner.RunID) // a helper's own --run grants end with its top agent's run
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, gs...)
+			hs, err := tx.Helpers(a.ID)
+			if err != nil {
+				return nil, err
+			}
+			next = append(next, hs...)
+		}
+		level = next
+	}
+	return out, nil
 }
 
 // EndCountGrants revokes owner's count grants still running, saying why.

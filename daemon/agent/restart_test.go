@@ -2,20 +2,23 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// What becomes of helpers and the parents waiting on them when the daemon restarts.
+// What a restart brings back: agents awaiting a decision, helpers and the parents waiting
+// on them; and a start that never gives an agent a second loop.
 
 func TestHelperWaitSurvivesRestart(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("finish", map[string]string{"reason": "done while you were away"}))
+	b.bossStartsA(reply("finish", map[string]string{"reason": "done while you were away"}))
 	boss := h.boss()
 	start := h.approve(boss.ID, "start_agent")
 	a := h.helper("boss/a")
@@ -38,8 +41,7 @@ func TestHelperWaitSurvivesRestart(t *testing.T) {
 
 func TestHelperEndWhileDownIsDeliveredOnce(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
 	start := h.approve(boss.ID, "start_agent")
 	a := h.helper("boss/a")
@@ -171,8 +173,7 @@ func TestRestartStopsHelpersOfEndedRuns(t *testing.T) {
 
 func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
 	h, b := newHelperHarness(t)
-	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
-	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	b.bossStartsA(reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	ctx := context.Background()
 	boss := h.boss()
 	h.approve(boss.ID, "start_agent")
@@ -189,5 +190,58 @@ func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
 	}
 	if got.State != api.StateIdle || got.StateReason != strayParentGone || got.Pending != nil {
 		t.Fatalf("helper of a removed parent after restart: %s (%s), pending %v", got.State, got.StateReason, got.Pending)
+	}
+}
+
+// TestRestartStartsAgentsAwaitingDecisions restarts a supervisor on agents awaiting
+// decisions, with a rule added while it was down: their loops, started paced after the
+// others, still take their first round, so the rule approves and runs every proposal.
+func TestRestartStartsAgentsAwaitingDecisions(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
+	const n = 3*startPaced + 1
+	var ids []string
+	for i := range n {
+		a := h.create(api.CreateAgentRequest{Name: fmt.Sprintf("waiter-%02d", i), Description: "d", Task: "t"})
+		h.pending(a.ID)
+		ids = append(ids, a.ID)
+	}
+	h.stop()
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("finish", map[string]string{"reason": "done"}) })
+	h.opt.Allow = []string{"list_folder(*)"}
+	h.start()
+	for _, id := range ids {
+		h.waitFor(id, "its list_folder run by the new rule", func(a *api.Agent) bool {
+			ps, err := h.sup.agentViews.Proposals(context.Background(), a.ID)
+			if err != nil {
+				return false
+			}
+			for _, p := range ps {
+				if p.Command == "list_folder" && p.Status == api.ProposalSucceeded {
+					return true
+				}
+			}
+			return false
+		})
+	}
+}
+
+// TestStartLoopNeverStartsASecondLoop checks the paced start leaves an agent whose loop
+// a decision or task started meanwhile alone, and reports the round of one it started.
+func TestStartLoopNeverStartsASecondLoop(t *testing.T) {
+	h := newHarness(t)
+	a := h.create(api.CreateAgentRequest{Name: "idle-one", Description: "d"}) // no task: idle, no loop
+	rounded := make(chan struct{})
+	if !startLoop(h.sup, a.ID, func() { close(rounded) }) {
+		t.Fatal("startLoop did not start the idle agent's loop")
+	}
+	<-rounded // its first round found nothing to do, and said so
+
+	// An agent awaiting a decision: its loop runs, waiting for the person.
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
+	w := h.create(api.CreateAgentRequest{Name: "waiting-one", Description: "d", Task: "t"})
+	h.pending(w.ID)
+	if startLoop(h.sup, w.ID, func() { t.Error("rounded called for a loop startLoop did not start") }) {
+		t.Error("startLoop started a second loop beside a running one")
 	}
 }
