@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -15,7 +16,7 @@ import (
 )
 
 // Budgets bound a run (steps, tokens, wall time) and an agent over all its runs (steps,
-// tokens, busy time, disk: disk_budget.go). Whatever spends them — a step, the model's
+// tokens, busy time, disk: below). Whatever spends them — a step, the model's
 // tokens, a run's timer, a step cut by the agent's time — the loop reads their one
 // verdict with each round (budgets.over), cycle.NextMove turns it into its scope's event,
 // and endOverBudget (budget.go) carries that out through the applier.
@@ -36,7 +37,7 @@ type budgets struct {
 	// remeasure measures an agent's workspace again when it is over its disk budget
 	// (runs.remeasure), so that a budget raised or files removed count at once.
 	remeasure func(ctx context.Context, ref string)
-	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
+	walks     diskWalks // the last walk of each agent's workspace (diskWalks, below)
 	mu        sync.Mutex
 	byRun     map[string]*runBudget // by run ID
 }
@@ -295,4 +296,101 @@ func overDisk(a *store.Agent, b int64) string {
 	return fmt.Sprintf("its workspace takes %s on disk, over its disk budget of %s: delete files in it (%s), "+
 		"or raise the budget with `agentctl budget %s --max-disk SIZE` (or [agent] max_disk)",
 		display.Size(a.DiskBytes), display.Size(b), a.Workspace, a.Name)
+}
+
+// The disk budget bounds what an agent's workspace takes on disk (its helpers', inside
+// it, included): commands.DiskUsage, measured after each command that may write and
+// stored with its result (client.Agent.DiskBytes). An agent over it pauses before its
+// next step, like any agent budget; a command that takes the workspace over it while
+// it runs is cut (watchDisk). Freeing space and resuming, or raising the budget, lets
+// the agent go on: the usage is measured again first.
+
+// diskWatchEvery is how often a running command's file system is looked at.
+const diskWatchEvery = time.Second
+
+// A workspace whose walk costs more than cheapWalk (tens of thousands of files) is walked
+// again after a command only when its file system grew by more than the budget leaves,
+// or diskRewalk after the last walk: the file system's growth bounds what the command
+// wrote, unless another writer freed space meanwhile, which the next walk finds.
+const (
+	cheapWalk  = 5 * time.Millisecond
+	diskRewalk = 30 * time.Second
+)
+
+// previewRoom is the disk a's effect preview may take, its copy of the workspace and its
+// store (effect.Previews.Run): what a's disk budget leaves beside its workspace, so an
+// agent cannot double its disk by having its commands run ahead; 0 when a has no disk
+// budget (the preview's own bound holds).
+func (s *budgets) previewRoom(a *store.Agent) int64 {
+	budget := s.agentBudget(a).MaxDisk
+	if budget <= 0 {
+		return 0
+	}
+	return max(budget-a.DiskBytes, 1) // none left: no preview
+}
+
+// diskAfter measures a's workspace after a command of class ran, when a has a disk
+// budget and the command may have written; -1 when nothing was measured (see cheapWalk)
+// or the walk failed, which keeps a over its budget until a walk succeeds (agentOver).
+func (s *budgets) diskAfter(a *store.Agent, class commands.Class) int64 {
+	budget := s.agentBudget(a).MaxDisk
+	if budget <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
+		return -1
+	}
+	used, ok := commands.FSUsed(a.Workspace)
+	if last, seen := s.walks.get(a.ID); ok && seen && last.err == nil && last.took > cheapWalk &&
+		time.Since(last.at) < diskRewalk && used-last.fsUsed <= budget-a.DiskBytes {
+		return -1
+	}
+	n, err := s.measureDisk(a.ID, a.Workspace, used)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// measureDisk walks agent id's workspace ws (commands.DiskUsage), whose file system had
+// fsUsed in use, and remembers the walk, failed or not.
+func (s *budgets) measureDisk(id, ws string, fsUsed int64) (int64, error) {
+	start := time.Now()
+	n, err := commands.DiskUsage(ws)
+	s.walks.set(id, diskWalk{at: start, fsUsed: fsUsed, took: time.Since(start), err: err})
+	return n, err
+}
+
+// unmeasured says why a's disk budget cannot be shown to hold, when the last walk of its
+// workspace failed; "" when it did not or a has no disk budget.
+func (s *budgets) unmeasured(a *store.Agent) string {
+	budget := s.agentBudget(a).MaxDisk
+	last, seen := s.walks.get(a.ID)
+	if budget <= 0 || !seen || last.err == nil {
+		return ""
+	}
+	return fmt.Sprintf("its workspace (%s) could not be measured, so it cannot be shown within its disk budget of %s: %v; "+
+		"then `agentctl resume %s`, or remove the budget with `agentctl budget %s --max-disk 0`", a.Workspace, display.Size(budget), last.err, a.Name, a.Name)
+}
+
+// watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
+// diskWatchEvery on its workspace), and cuts the command (cancel) once the workspace is
+// over it. stop ends the watch and says why the command was cut, or "".
+func (s *budgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
+	budget := s.agentBudget(a).MaxDisk
+	if budget <= 0 {
+		return func() string { return "" }
+	}
+	var why string // set before the watch ends
+	end := commands.WatchDisk(a.Workspace, budget, a.DiskBytes, diskWatchEvery,
+		func() (int64, error) { return commands.DiskUsage(a.Workspace) },
+		func(n int64, err error) {
+			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
+			if err != nil {
+				s.walks.set(a.ID, diskWalk{at: time.Now(), err: err}) // a is over its budget until a walk succeeds
+				why = fmt.Sprintf("its workspace could not be measured while it ran, so it could not be shown within its disk budget of %s: %v", display.Size(budget), err)
+			}
+			cancel()
+		})
+	return func() string {
+		end()
+		return why
+	}
 }

@@ -52,20 +52,6 @@ type aheadKey struct {
 	end   bool
 }
 
-// takenAhead is the checkpoint taken for proposal's start or end before its transaction
-// (Supervisor.checkpointAhead), with at an end what the step changed; or why none could
-// be taken.
-type takenAhead struct {
-	proposal string
-	info     checkpoint.Info
-	diff     *checkpoint.Diff
-	err      error
-	putBack  string // at an end, what putBack put back for the deny rules
-	// unchecked: at an end, what the second wall could not check or put back (putBack);
-	// the agent pauses for a person
-	unchecked string
-}
-
 // defaultKeepSteps is CheckpointOptions.KeepSteps when unset.
 const defaultKeepSteps = 10
 

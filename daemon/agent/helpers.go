@@ -507,3 +507,13 @@ type helpers struct {
 	deleteAgent   func(ctx context.Context, ref string) error
 	kick          func(id string)
 }
+
+// ended marks ev, the end of step p, as its checkpoints see it: Writes when p's start
+// took one (its change is recorded), and Unchecked when the second wall could not check
+// or put back what p wrote (putBack): the agent then pauses, its reason saying why.
+func (k *checkpoints) ended(tx *store.Tx, p *api.Proposal, ev *cycle.Event) {
+	ev.Writes = k.took(tx, p)
+	if t, ok := k.takenFor(p, true); ok && ev.Writes && t.unchecked != "" && (ev.Kind == cycle.Succeed || ev.Kind == cycle.Fail) {
+		ev.Unchecked, ev.Reason = true, display.Cut(t.unchecked, 300, display.Ellipsis)
+	}
+}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/checkpoint"
-	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
 
@@ -88,12 +85,16 @@ func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands
 	t.putBack = strings.Trim(what+"; "+t.unchecked, "; ")
 }
 
-// ended marks ev, the end of step p, as its checkpoints see it: Writes when p's start
-// took one (its change is recorded), and Unchecked when the second wall could not check
-// or put back what p wrote (putBack): the agent then pauses, its reason saying why.
-func (k *checkpoints) ended(tx *store.Tx, p *api.Proposal, ev *cycle.Event) {
-	ev.Writes = k.took(tx, p)
-	if t, ok := k.takenFor(p, true); ok && ev.Writes && t.unchecked != "" && (ev.Kind == cycle.Succeed || ev.Kind == cycle.Fail) {
-		ev.Unchecked, ev.Reason = true, display.Cut(t.unchecked, 300, display.Ellipsis)
-	}
+// takenAhead is the checkpoint taken for proposal's start or end before its transaction
+// (Supervisor.checkpointAhead), with at an end what the step changed; or why none could
+// be taken.
+type takenAhead struct {
+	proposal string
+	info     checkpoint.Info
+	diff     *checkpoint.Diff
+	err      error
+	putBack  string // at an end, what putBack put back for the deny rules
+	// unchecked: at an end, what the second wall could not check or put back (putBack);
+	// the agent pauses for a person
+	unchecked string
 }
