@@ -57,8 +57,8 @@ var layers = []layer{
 		"commands and their guards know nothing of the daemon that runs them"},
 	{"shared", []string{"api/...", "daemon/statedir", "daemon/metrics", "systemd"},
 		"the wire and domain model (api) and small helpers every tier may use; they import nothing of the repository above them"},
-	{"leaves", []string{"internal/display", "internal/backoff", "internal/randid"},
-		"how text is shown to people (escaping, counts, sizes), how retries are spaced and how random ids are made: leaves that import nothing of the repository"},
+	{"leaves", []string{"internal/display", "internal/backoff", "internal/randid", "internal/procgroup"},
+		"how text is shown to people (escaping, counts, sizes), how retries are spaced, how random ids are made and how a test ends a process group: leaves that import nothing of the repository"},
 }
 
 // denied are arrows the tiers would allow but the design forbids, with the reason.

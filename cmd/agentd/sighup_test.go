@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/procgroup"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -57,9 +58,9 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, "--config", cfgPath, "--state-dir", filepath.Join(dir, "state"), "--socket", sock)
-	cmd.Env = testutil.Environ("AGENTD_", "OLLAMA_", "NOTIFY_SOCKET=")
+	cmd.Env = procgroup.Environ("AGENTD_", "OLLAMA_", "NOTIFY_SOCKET=")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	grp, err := testutil.StartGroup(cmd)
+	grp, err := procgroup.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}

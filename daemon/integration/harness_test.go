@@ -27,6 +27,7 @@ import (
 	"github.com/agentd/agentd/daemon/server"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/procgroup"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -189,7 +190,7 @@ type daemon struct {
 	stateDir string
 	logPath  string
 
-	grp *testutil.Group // the running daemon; nil when stopped
+	grp *procgroup.Group // the running daemon; nil when stopped
 	c   *api.Client
 }
 
@@ -210,7 +211,7 @@ func newDaemon(t *testing.T, o daemonOpts) *daemon {
 	if err := os.WriteFile(cfgPath, []byte(o.config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := append(testutil.Environ("AGENTD_", "OLLAMA_"), o.env...)
+	env := append(procgroup.Environ("AGENTD_", "OLLAMA_"), o.env...)
 	if o.binary {
 		agentd, _ := binaries(t)
 		d.argv = []string{agentd, "--config", cfgPath, "--state-dir", d.stateDir, "--socket", d.socket}
@@ -250,7 +251,7 @@ func (d *daemon) start() time.Duration {
 	cmd := exec.Command(d.argv[0], d.argv[1:]...)
 	cmd.Env = d.env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	grp, err := testutil.StartGroup(cmd)
+	grp, err := procgroup.Start(cmd)
 	if err != nil {
 		t.Fatalf("starting agentd: %v", err)
 	}

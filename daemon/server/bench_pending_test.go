@@ -21,6 +21,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/procgroup"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -134,7 +135,7 @@ func restartUntilListed(b *testing.B, bin, cfgPath, stateDir, socket string, n i
 	cmd := exec.Command(bin, "--config", cfgPath, "--state-dir", stateDir, "--socket", socket)
 	cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
 	began := time.Now()
-	grp, err := testutil.StartGroup(cmd)
+	grp, err := procgroup.Start(cmd)
 	if err != nil {
 		b.Fatal(err)
 	}

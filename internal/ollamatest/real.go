@@ -20,9 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/procgroup"
 	ollama "github.com/ollama/ollama/api"
-
-	"github.com/agentd/agentd/internal/testutil"
 )
 
 // OllamaVersion is the Ollama release the harness expects (scripts/ollama.sh builds it).
@@ -82,7 +81,7 @@ type Real struct {
 	tail *tailBuffer
 
 	mu  sync.Mutex
-	grp *testutil.Group // the running server; nil when stopped
+	grp *procgroup.Group // the running server; nil when stopped
 }
 
 // StartReal starts a real Ollama server for a test, with TinyModelName
@@ -241,7 +240,7 @@ func (r *Real) start(ctx context.Context) error {
 	// noticing that the server itself has exited.
 	cmd.WaitDelay = time.Second
 	// Own process group, so Stop can kill the runner children too.
-	grp, err := testutil.StartGroup(cmd)
+	grp, err := procgroup.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("ollamatest: start %s serve: %w", r.bin, err)
 	}
@@ -257,7 +256,7 @@ func (r *Real) start(ctx context.Context) error {
 // env is the caller's environment without OLLAMA_* settings, plus a private
 // HOME (the server writes its key there) and models directory.
 func (r *Real) env() []string {
-	return append(testutil.Environ("OLLAMA_", "HOME="),
+	return append(procgroup.Environ("OLLAMA_", "HOME="),
 		"HOME="+filepath.Join(r.dir, "home"),
 		"OLLAMA_HOST="+r.addr,
 		"OLLAMA_MODELS="+filepath.Join(r.dir, "models"),

@@ -1,4 +1,8 @@
-package testutil
+// Package procgroup starts a process as the leader of a process group of its own and
+// ends the whole group, so a daemon or an Ollama server a test started leaves no child
+// behind (a runner outlives its server otherwise). It imports nothing of the repository,
+// so the test doubles (internal/ollamatest) and the end-to-end harness share it.
+package procgroup
 
 import (
 	"os"
@@ -15,8 +19,8 @@ type Group struct {
 	done chan struct{} // closed once Cmd has been waited for
 }
 
-// StartGroup starts cmd in a process group of its own and waits for it in the background.
-func StartGroup(cmd *exec.Cmd) (*Group, error) {
+// Start starts cmd in a process group of its own and waits for it in the background.
+func Start(cmd *exec.Cmd) (*Group, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
