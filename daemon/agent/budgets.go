@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -359,11 +360,13 @@ func (s *budgets) measureDisk(id, ws string, fsUsed int64) (int64, error) {
 }
 
 // unmeasured says why a's disk budget cannot be shown to hold, when the last walk of its
-// workspace failed; "" when it did not or a has no disk budget.
+// workspace failed; "" when it did not or a has no disk budget. A workspace whose own path
+// goes through a symlink is no reason: every command refuses it (the one path resolver)
+// and says why, so nothing can spend disk there, and a helper so refused still ends.
 func (s *budgets) unmeasured(a *store.Agent) string {
 	budget := s.agentBudget(a).MaxDisk
 	last, seen := s.walks.get(a.ID)
-	if budget <= 0 || !seen || last.err == nil {
+	if budget <= 0 || !seen || last.err == nil || errors.Is(last.err, commands.ErrWorkspaceLink) {
 		return ""
 	}
 	return fmt.Sprintf("its workspace (%s) could not be measured, so it cannot be shown within its disk budget of %s: %v; "+
