@@ -307,14 +307,17 @@ func leftToAPersonAfterABoundedRunAhead(t *testing.T) (h *harness, a *api.Agent,
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
 	})
 	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "mkfifo -m 666 f; cat f > out.txt; rm f"}), reply("finish", map[string]string{"reason": "done"}))
-	a = h.createPlanted(func(string) error { return nil })
 	ctx := context.Background()
 	allow := []string{"execute_shell(mkfifo *)+write", "execute_shell(cat *)+write", "execute_shell(rm *)+write"}
-	for _, pat := range allow {
-		if _, err := h.sup.policyService.AddPermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: pat, By: "tester"}); err != nil {
-			t.Fatal(err)
+	// The patterns are there before the run starts, so its line runs ahead bounded.
+	a = h.createPlanted(func(ws string) error {
+		for _, pat := range allow {
+			if _, err := h.sup.policyService.AddPermission(ctx, filepath.Base(ws), api.PermissionRequest{Effect: "allow", Pattern: pat, By: "tester"}); err != nil {
+				return err
+			}
 		}
-	}
+		return nil
+	})
 	shownBounded = proposalsShownBounded(t, h)
 	// The run ahead waits on its fifo, in the copy, for what the test writes to it: the
 	// pattern goes while it runs, weighed unasked.
