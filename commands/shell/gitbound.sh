@@ -82,7 +82,19 @@ if ! own "$@"; then
 	exit 128
 fi
 
-keys=$(here 4 config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external|alias\..*)$' "$@")
+# tool ARGS...: whether git's subcommand is one whose work is to run a program the config
+# names (difftool.NAME.cmd, mergetool.NAME.cmd, browser.NAME.cmd, imap.tunnel...): no
+# setting turns off a tool of the repository's naming, so a bounded git runs none of them.
+tool() {
+	shift "$k"
+	case ${1-} in difftool | mergetool | web--browse | instaweb | imap-send) ;; *) return 1 ;; esac
+}
+if tool "$@"; then
+	echo "agentd: a bounded git runs no difftool, mergetool, browser or imap tunnel: each runs a program the repository's config names. Use git diff, or approve the command yourself (y)." >&2
+	exit 128
+fi
+
+keys=$(here 4 config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external|alias\..*|submodule\..*\.update)$' "$@")
 case $? in
 0 | 1) ;; # 1: none
 *)
@@ -114,6 +126,10 @@ while IFS= read -r key; do
 	alias.*) set_key "$key" "" ;; # git: "'' is not a git command"
 	tar.*.command)
 		set_key "$key" 'echo "agentd: a bounded git runs no tar.NAME.command: use git archive --format=tar or zip" >&2; false'
+		;;
+	submodule.*.update) # "!command": git submodule update runs it
+		echo "agentd: refused: this repository's config sets $key, which may name a program git submodule update runs. Remove the key (git config --unset $key), or approve the command yourself (y)." >&2
+		exit 128
 		;;
 	trailer.*.cmd | trailer.*.command) # git commit --trailer runs it
 		if [ "$write" = true ]; then

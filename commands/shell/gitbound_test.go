@@ -147,7 +147,9 @@ func TestBoundedGitRefusals(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
 	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[trailer \"x\"]\n\tcmd = "+planted+"\n"+
-		"[man]\n\tviewer = x\n[man \"x\"]\n\tcmd = "+planted+"\n")
+		"[man]\n\tviewer = x\n[man \"x\"]\n\tcmd = "+planted+"\n"+
+		"[diff]\n\ttool = x\n[difftool \"x\"]\n\tcmd = "+planted+"\n")
+	drivenRepo(t, ws, "sub", "text", ".git/config", "[submodule \"m\"]\n\tupdate = !"+planted+"\n")
 	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
 	tests := []struct {
 		name  string
@@ -163,6 +165,9 @@ func TestBoundedGitRefusals(t *testing.T) {
 		{"trailer_command_write", true, "cd proj && git status --short", "refused: this repository's config sets trailer.x.cmd"},
 		{"trailer_command_read_only", false, "cd proj && git status --short", " M a.txt"},
 		{"plain_diff", false, "cd proj && git diff", "+hellO"},
+		{"difftool", false, "cd proj && git difftool -y", "runs no difftool"},
+		{"web_browse", false, "cd proj && git web--browse http://x", "runs no difftool, mergetool, browser"},
+		{"submodule_update_command", true, "cd sub && git submodule update", "refused: this repository's config sets submodule.m.update"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
