@@ -162,11 +162,7 @@ func (r *Relay) channelAgent(ctx context.Context, ep *endpoint, w Where, u User,
 
 // channelTeamRuns are the team runs bound to threads of channel on platform.
 func (r *Relay) channelTeamRuns(ctx context.Context, platform, channel string) map[string]bool {
-	tb, ok := r.opt.Bindings.(teamBindings)
-	if !ok {
-		return nil
-	}
-	bs, err := tb.TeamBindings(ctx)
+	bs, err := r.opt.Bindings.TeamBindings(ctx)
 	if err != nil {
 		r.log.Error("bots: reading team bindings", "err", err)
 		return nil

@@ -39,17 +39,6 @@ type Teams interface {
 	StopTeamBy(ctx context.Context, ref, by string) (*api.TeamRun, error)
 }
 
-// teamBindings stores team runs' threads; the daemon's store (daemon/server/chatstore) has it. A relay whose Bindings
-// lack it cannot bind team runs, and says so.
-type teamBindings interface {
-	BindTeam(ctx context.Context, b TeamBinding) error
-	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*TeamBinding, error)
-	TeamBindings(ctx context.Context) ([]*TeamBinding, error)
-	// TeamBindingsOf is a team run's threads, running or ended.
-	TeamBindingsOf(ctx context.Context, teamID string) ([]*TeamBinding, error)
-	SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error
-}
-
 // teamRole is a role agent's team run and role.
 type teamRole struct{ team, role string }
 
@@ -64,9 +53,8 @@ const teamStopVerb = "stop"
 
 // teamCommand is /agent team [FILE TASK | stop ID].
 func (d *teamDesk) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
-	teams := d.teamService()
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	if teams == nil || !ok {
+	teams, tb := d.teamService(), d.r.opt.Bindings
+	if teams == nil {
 		return "Team runs are not available in this agentd."
 	}
 	file, task, _ := strings.Cut(strings.TrimSpace(text), " ")
@@ -156,11 +144,10 @@ func stoppedBy(m *Message, t api.TeamTurn, text, platform string) {
 // loadTeams reads the running team runs' threads, learns their role agents, posts what
 // those wait for, and follows each run from the last entry posted.
 func (d *teamDesk) loadTeams(ctx context.Context) {
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	if !ok || d.teamService() == nil {
+	if d.teamService() == nil {
 		return
 	}
-	bs, err := tb.TeamBindings(ctx)
+	bs, err := d.r.opt.Bindings.TeamBindings(ctx)
 	if err != nil {
 		d.r.log.Error("bots: reading team bindings", "err", err)
 		return
@@ -188,11 +175,7 @@ var teamForgetAfter = time.Minute
 
 // threadsOf reads team run teamID's threads from the store, running or ended.
 func (d *teamDesk) threadsOf(ctx context.Context, teamID string) []*TeamBinding {
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	if !ok {
-		return nil
-	}
-	bs, err := tb.TeamBindingsOf(ctx, teamID)
+	bs, err := d.r.opt.Bindings.TeamBindingsOf(ctx, teamID)
 	if err != nil {
 		d.r.log.Error("bots: reading a team run's threads", "team", teamID, "err", err)
 	}
@@ -293,7 +276,6 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 	if strings.HasSuffix(text, "…") && utf8.RuneCountInString(text) >= 1000 {
 		text = d.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
 	}
-	tb, _ := d.r.opt.Bindings.(teamBindings)
 	eps := d.r.eps.all()
 	for _, b := range d.threadsOf(ctx, te.TeamID) {
 		ep, ok := eps[b.Platform]
@@ -309,7 +291,7 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 		}
 		seq := t.Seq
 		d.r.posts.post(tg, "recording a team turn posted", func(ctx context.Context) error {
-			if err := tb.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
+			if err := d.r.opt.Bindings.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
 				d.r.log.Error("bots: recording a team turn posted", "team", te.TeamID, "err", err)
 			}
 			return nil
@@ -399,30 +381,6 @@ func (d *teamDesk) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agen
 		}
 	}
 	return agents
-}
-
-// teamAgentFor is the role agent of a team thread whose proposal or question id is, for
-// platforms whose buttons name the proposal alone.
-func (d *teamDesk) teamAgentFor(ctx context.Context, platform string, w Where, proposalID string) string {
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	teams := d.teamService()
-	if !ok || teams == nil || w.Thread == "" {
-		return ""
-	}
-	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
-	if err != nil || b == nil {
-		return ""
-	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		return ""
-	}
-	for _, id := range run.Agents {
-		if a, err := d.r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == proposalID {
-			return a.ID
-		}
-	}
-	return run.Waiting
 }
 
 // runningTeamsText is the line /agent status in w adds for the running team runs bound to

@@ -10,7 +10,7 @@ import (
 
 // teamDesk is the relay's part for team runs in chat (teams.go): their commands, their
 // followers, and which team run each role agent is in. A team run's threads are read from
-// the store (teamBindings), kept there after the run ends.
+// the store (Bindings), kept there after the run ends.
 //
 // Locking rule: mu guards every field declared after it; each method takes it itself and
 // calls nothing under it. followWG is Added under mu, with runCtx checked.

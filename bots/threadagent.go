@@ -2,6 +2,7 @@ package bots
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,7 +48,8 @@ func (c *check) clickAgent(ctx context.Context, platform string, w Where, ref Re
 		}
 		return "", elsewhere, true
 	}
-	roles, ok := c.teamAgents(ctx, platform, w)
+	run, ok := c.teamRunOf(ctx, platform, w)
+	roles := slices.Collect(maps.Values(run.Agents))
 	switch {
 	case !ok:
 		return "", "This proposal's agent is gone.", ref.AgentID != ""
@@ -55,7 +57,12 @@ func (c *check) clickAgent(ctx context.Context, platform string, w Where, ref Re
 		if !c.threadsProposal(ctx, roles, ref.ProposalID) {
 			return "", elsewhere, true
 		}
-		return c.r.teams.teamAgentFor(ctx, platform, w, ref.ProposalID), "", false
+		for _, id := range roles {
+			if a, err := c.r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == ref.ProposalID {
+				return a.ID, "", false
+			}
+		}
+		return run.Waiting, "", false
 	case slices.Contains(roles, ref.AgentID):
 		return ref.AgentID, "", false
 	}
@@ -116,26 +123,21 @@ func agentIDs(as []*api.Agent) []string {
 	return ids
 }
 
-// teamAgents returns the role agents of the team run bound to w's thread; ok is false
-// when the thread is bound to no team run.
-func (c *check) teamAgents(ctx context.Context, platform string, w Where) (ids []string, ok bool) {
-	tb, isTeams := c.r.opt.Bindings.(teamBindings)
+// teamRunOf returns the team run bound to w's thread (one with no agents when it cannot
+// be read); ok is false when the thread is bound to no team run.
+func (c *check) teamRunOf(ctx context.Context, platform string, w Where) (*api.TeamRun, bool) {
 	teams := c.r.teams.teamService()
-	if !isTeams || teams == nil {
-		return nil, false
+	if teams == nil {
+		return &api.TeamRun{}, false
 	}
-	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
+	b, err := c.r.opt.Bindings.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
 	if err != nil || b == nil {
-		return nil, false
+		return &api.TeamRun{}, false
 	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		return nil, true
+	if run, err := teams.Team(ctx, b.TeamRunID); err == nil {
+		return run, true
 	}
-	for _, id := range run.Agents {
-		ids = append(ids, id)
-	}
-	return ids, true
+	return &api.TeamRun{}, true
 }
 
 // waitingID is the proposal a's person is waiting on: its question's or its pending one's.
