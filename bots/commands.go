@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -119,18 +119,9 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 			}
 		}
 	}
-	parent := map[string]string{}
-	for _, a := range all {
-		parent[a.ID] = a.ParentID
-	}
 	var out []api.Agent
-	for _, a := range all {
-		for id, hops := a.ID, 0; id != "" && hops <= maxHelperHops; id, hops = parent[id], hops+1 {
-			if here[id] {
-				out = append(out, a)
-				break
-			}
-		}
+	for _, a := range under(all, here) {
+		out = append(out, *a)
 	}
 	return out, nil
 }
@@ -192,13 +183,8 @@ func statusText(agents []api.Agent) string {
 	for _, a := range agents {
 		by[string(a.State)]++
 	}
-	keys := make([]string, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	parts := []string{fmt.Sprintf("%d agents", len(agents))}
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		parts = append(parts, fmt.Sprintf("%d %s", by[k], k))
 	}
 	return strings.Join(parts, ", ")

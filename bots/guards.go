@@ -541,9 +541,7 @@ func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string
 // refuse tells a person they may not do that here, and logs it.
 func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
 	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
-	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, notApproverText); err != nil {
-		r.log.Error("bots: ephemeral note", "err", err)
-	}
+	r.ephemeral(ctx, ep, w, u, notApproverText)
 }
 
 func (r *Relay) ephemeral(ctx context.Context, ep *endpoint, w Where, u User, text string) {

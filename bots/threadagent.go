@@ -158,16 +158,20 @@ func (c *check) helpersOf(ctx context.Context, agentID string) []*api.Agent {
 		c.r.log.Error("bots: listing agents for a reply", "err", err)
 		return nil
 	}
+	return slices.DeleteFunc(under(all, map[string]bool{agentID: true}), func(a *api.Agent) bool { return a.ID == agentID })
+}
+
+// under lists the agents of all that are in roots or helpers of one of them, at any depth.
+func under(all []api.Agent, roots map[string]bool) []*api.Agent {
 	parent := map[string]string{}
 	for _, a := range all {
 		parent[a.ID] = a.ParentID
 	}
 	var out []*api.Agent
 	for i := range all {
-		a := &all[i]
-		for id, hops := a.ParentID, 0; id != "" && hops < maxHelperHops; id, hops = parent[id], hops+1 {
-			if id == agentID {
-				out = append(out, a)
+		for id, hops := all[i].ID, 0; id != "" && hops <= maxHelperHops; id, hops = parent[id], hops+1 {
+			if roots[id] {
+				out = append(out, &all[i])
 				break
 			}
 		}
