@@ -43,7 +43,7 @@ func (c *check) clickAgent(ctx context.Context, platform string, w Where, ref Re
 				return "", elsewhere, true
 			}
 			return id, "", false
-		case ref.AgentID == b.AgentID || c.isHelperOf(ctx, ref.AgentID, b.AgentID):
+		case ref.AgentID == b.AgentID || slices.Contains(agentIDs(c.helpersOf(ctx, b.AgentID)), ref.AgentID):
 			return ref.AgentID, "", false
 		}
 		return "", elsewhere, true
@@ -86,21 +86,6 @@ func (c *check) waiterIn(ctx context.Context, bound, proposalID string) (string,
 		}
 	}
 	return bound, false
-}
-
-// isHelperOf reports whether agent id is a helper of parent, at any depth.
-func (c *check) isHelperOf(ctx context.Context, id, parent string) bool {
-	for range maxHelperHops {
-		a, err := c.r.opt.Service.Agent(ctx, id)
-		if err != nil || a.ParentID == "" {
-			return false
-		}
-		if a.ParentID == parent {
-			return true
-		}
-		id = a.ParentID
-	}
-	return false
 }
 
 // threadsProposal reports whether proposal id was made by one of agents (a thread's),
