@@ -110,7 +110,7 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 			here[b.AgentID] = true
 		}
 	}
-	if teams := r.teams.teamService(); teams != nil {
+	if teams := r.teams.engine; teams != nil {
 		for id := range r.channelTeamRuns(ctx, platform, w.Channel) {
 			if run, err := teams.Team(ctx, id); err == nil {
 				for _, a := range run.Agents {

@@ -417,7 +417,7 @@ func replyHelper(ctx context.Context, c *check) bool {
 
 // teamRun reads the team run of the reply's thread.
 func teamRun(ctx context.Context, c *check) bool {
-	teams := c.r.teams.teamService()
+	teams := c.r.teams.engine
 	if teams == nil {
 		return false
 	}

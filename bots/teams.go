@@ -43,7 +43,7 @@ type Teams interface {
 type teamRole struct{ team, role string }
 
 // SetTeams lets /agent team start team runs and the relay follow them. Call it before Run.
-func (r *Relay) SetTeams(t Teams) { r.teams.setTeams(t) }
+func (r *Relay) SetTeams(t Teams) { r.teams.engine = t }
 
 const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory); /agent team stop ID stops a team run; /agent team alone lists the workflows"
 
@@ -53,7 +53,7 @@ const teamStopVerb = "stop"
 
 // teamCommand is /agent team [FILE TASK | stop ID].
 func (d *teamDesk) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
-	teams, tb := d.teamService(), d.r.opt.Bindings
+	teams, tb := d.engine, d.r.opt.Bindings
 	if teams == nil {
 		return "Team runs are not available in this agentd."
 	}
@@ -115,7 +115,7 @@ func (d *teamDesk) teamStop(ctx context.Context, ep *endpoint, w Where, u User, 
 	}
 	// Only a running run bound to this channel: one running elsewhere is answered as if
 	// it did not exist. (An ended one is left to the engine, which says it has ended.)
-	teams := d.teamService()
+	teams := d.engine
 	run, err := teams.Team(ctx, id)
 	if err != nil || run.Status == api.TeamRunning && !d.r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
 		return fmt.Sprintf("Could not stop the team run: there is no team run %q in this channel; /agent status lists the ones running here.", cut(id, 80))
@@ -144,7 +144,7 @@ func stoppedBy(m *Message, t api.TeamTurn, text, platform string) {
 // loadTeams reads the running team runs' threads, learns their role agents, posts what
 // those wait for, and follows each run from the last entry posted.
 func (d *teamDesk) loadTeams(ctx context.Context) {
-	if d.teamService() == nil {
+	if d.engine == nil {
 		return
 	}
 	bs, err := d.r.opt.Bindings.TeamBindings(ctx)
@@ -185,7 +185,7 @@ func (d *teamDesk) threadsOf(ctx context.Context, teamID string) []*TeamBinding 
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
 // returns their ids.
 func (d *teamDesk) learnTeamAgents(ctx context.Context, teamID string) []string {
-	teams := d.teamService()
+	teams := d.engine
 	if teams == nil {
 		return nil
 	}
@@ -301,7 +301,7 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 
 // fullTurnText reads a transcript entry whole from the run, or keeps short.
 func (d *teamDesk) fullTurnText(ctx context.Context, teamID string, seq int, short string) string {
-	teams := d.teamService()
+	teams := d.engine
 	if teams == nil {
 		return short
 	}
@@ -386,7 +386,7 @@ func (d *teamDesk) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agen
 // runningTeamsText is the line /agent status in w adds for the running team runs bound to
 // its channel ("" for none).
 func (d *teamDesk) runningTeamsText(ctx context.Context, platform string, w Where) string {
-	teams := d.teamService()
+	teams := d.engine
 	if teams == nil {
 		return ""
 	}

@@ -111,7 +111,7 @@ func agentIDs(as []*api.Agent) []string {
 // teamRunOf returns the team run bound to w's thread (one with no agents when it cannot
 // be read); ok is false when the thread is bound to no team run.
 func (c *check) teamRunOf(ctx context.Context, platform string, w Where) (*api.TeamRun, bool) {
-	teams := c.r.teams.teamService()
+	teams := c.r.teams.engine
 	if teams == nil {
 		return &api.TeamRun{}, false
 	}
