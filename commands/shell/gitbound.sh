@@ -17,6 +17,10 @@
 # refused, and so are the ones whose work is to run a tool the config names (difftool...).
 # Rebase, am, cherry-pick and revert refuse a repository stopped in one of them, in every
 # run: its state files (a rebase's todo list) name commands --continue runs.
+#
+# git reads the config again after this checked it. No process of a run can write the
+# config of a repository the sandbox protects (read-only binds); one it does not (deeper,
+# in /tmp) the other side of a pipe can change in between, within the same sandbox.
 refuse_help() {
 	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
 	exit 128
