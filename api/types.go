@@ -426,6 +426,9 @@ type Event struct {
 	// says which budget, so a front end can show "paused: over its token budget" without
 	// reading the reason's words.
 	Exhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Threads is set on EventRemoved: the chat threads the agent's events went to (its
+	// own, or its nearest bound parent's), which the store no longer has.
+	Threads []ChatBinding `json:"threads,omitempty"`
 }
 
 // Scopes of a BudgetExhausted.

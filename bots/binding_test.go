@@ -141,7 +141,7 @@ func newBindingWorld(t testing.TB) *bindingWorld {
 	w.binds = &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{
 		{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"},
 		{Platform: "slack", Channel: "C2", Thread: "T2", AgentID: "a-2"},
-	}}
+	}, agents: w.svc}
 	w.r = New(Options{Service: w.svc, Bindings: w.binds, Audit: func(_ context.Context, e AuditEvent) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -149,7 +149,6 @@ func newBindingWorld(t testing.TB) *bindingWorld {
 		return nil
 	}})
 	w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}, "C2": {}}, Approvers: Access{Users: []string{"U1"}}})
-	w.r.posts.loadBindings(context.Background())
 	return w
 }
 

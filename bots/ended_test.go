@@ -47,7 +47,6 @@ func TestLateTextStartsNoTask(t *testing.T) {
 			if c.restart {
 				w.r = New(Options{Service: w.svc, Bindings: w.binds})
 				w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-				w.r.posts.loadBindings(context.Background())
 			}
 			w.say(late, "", "also look at the docs folder")
 			if _, tasks := w.svc.record(); len(tasks) != 0 || w.lastNote() != "U1 "+lateText {

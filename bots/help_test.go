@@ -154,7 +154,7 @@ func TestHelpWhereARunWouldStartStartsNone(t *testing.T) {
 	ctx := context.Background()
 	for _, text := range []string{"help", " ? ", "H"} {
 		svc := &helpService{}
-		r := New(Options{Service: svc, Bindings: &memBindings{msgs: map[string]*ChatMessage{}}})
+		r := New(Options{Service: svc, Bindings: &memBindings{msgs: map[string]*ChatMessage{}, agents: svc}})
 		ad := &fakeAdapter{}
 		r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 		r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1"}, User: User{ID: "U1"}, Text: text, ID: ad.stamp(), Mention: true})

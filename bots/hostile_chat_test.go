@@ -94,7 +94,7 @@ func newAttackWorld(t testing.TB) *attackWorld {
 	}, teams: []*TeamBinding{
 		{TeamRunID: "t-c1", Platform: "slack", Channel: "C1", Thread: "TT1"},
 		{TeamRunID: "t-c2", Platform: "slack", Channel: "C2", Thread: "TT2"},
-	}}
+	}, agents: svc}
 	w := &attackWorld{bindingWorld: &bindingWorld{ad: &fakeAdapter{}, svc: svc, binds: binds}}
 	w.r = New(Options{Service: svc, Bindings: binds, ApproveN: 3, Audit: func(_ context.Context, e AuditEvent) error {
 		w.mu.Lock()
@@ -115,7 +115,6 @@ func newAttackWorld(t testing.TB) *attackWorld {
 		"t-c2": {ID: "t-c2", Workflow: "merger-talks", Status: api.TeamRunning},
 	}}
 	w.r.SetTeams(w.teams)
-	w.r.posts.loadBindings(context.Background())
 	return w
 }
 
@@ -473,7 +472,6 @@ func TestFailingGroupLookupLetsNobodyThrough(t *testing.T) {
 	w := newBindingWorld(t)
 	r := New(Options{Service: w.svc, Bindings: w.binds})
 	r.Add(failingGroups{w.ad}, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Groups: []string{"S-ops"}}})
-	r.posts.loadBindings(context.Background())
 	w.r = r
 	w.show(proposal("p-1", "a-1", 1, "read_file"))
 	w.click("T1", "c-1", Ref{AgentID: "a-1", ProposalID: "p-1"})

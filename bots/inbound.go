@@ -192,7 +192,6 @@ func (r *Relay) bind(ctx context.Context, b Binding) error {
 		r.log.Error("bots: storing chat binding", "err", err)
 		return err
 	}
-	r.threads.bind(&b)
 	return nil
 }
 

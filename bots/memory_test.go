@@ -81,7 +81,6 @@ func TestAnswerRememberedWithItsQuestion(t *testing.T) {
 	mem := &relayMem{daemonFake: w.svc}
 	w.r = New(Options{Service: mem, Bindings: w.binds})
 	w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}, "C2": {}}, Approvers: Access{Users: []string{"U1"}}})
-	w.r.posts.loadBindings(context.Background())
 	w.ask("Which folder holds the minutes?")
 	w.say(w.ad.stamp(), "", "docs/minutes")
 	mem.mu.Lock()

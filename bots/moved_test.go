@@ -21,10 +21,9 @@ func TestThreadMoved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			binds := &memBindings{msgs: map[string]*ChatMessage{},
-				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1", RunID: "r-1"}}}
+				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1", RunID: "r-1"}}, agents: &helperService{}}
 			r := New(Options{Service: &helperService{}, Bindings: binds})
 			r.Add(&fakeAdapter{}, Rules{Channels: map[string]Access{"C1": {}}})
-			r.posts.loadBindings(ctx)
 
 			moved, err := r.ThreadMoved(ctx, "slack", "C1", tc.from, "T2")
 			if err != nil || moved != tc.wantMoved {

@@ -13,24 +13,40 @@ import (
 // more.
 type poster struct{ r *Relay }
 
-func (po *poster) loadBindings(ctx context.Context) {
-	bs, err := po.r.opt.Bindings.Bindings(ctx)
-	if err != nil {
-		po.r.log.Error("bots: reading chat bindings", "err", err)
-		return
-	}
-	po.r.threads.bind(bs...)
-}
-
 // targets returns the adapters and threads an agent's events go to: its own, or for a
 // helper its nearest bound parent's, labelled with the helper's name, or for a team's
 // role agent its team's, labelled with the role.
 func (po *poster) targets(ctx context.Context, agentID string) []target {
-	eps := po.r.eps.all()
-	if ts := po.r.threads.targets(agentID, eps); ts != nil {
-		return ts
+	bs, err := po.r.opt.Bindings.ThreadsOf(ctx, agentID)
+	if err != nil {
+		po.r.log.Error("bots: reading an agent's chat threads", "agent", agentID, "err", err)
 	}
-	return po.r.teams.targets(ctx, agentID, eps)
+	return po.targetsIn(ctx, agentID, bs, nil)
+}
+
+// targetsIn returns the targets of bs, the threads agentID's events go to (a parent's
+// when agentID is a helper: a, or the daemon, names it), else its team's.
+func (po *poster) targetsIn(ctx context.Context, agentID string, bs []*Binding, a *api.Agent) []target {
+	eps := po.r.eps.all()
+	if len(bs) == 0 {
+		return po.r.teams.targets(ctx, agentID, eps)
+	}
+	label := ""
+	if bs[0].AgentID != agentID {
+		if a == nil {
+			a, _ = po.r.opt.Service.Agent(ctx, agentID)
+		}
+		if a != nil {
+			label = a.Name
+		}
+	}
+	var out []target
+	for _, b := range bs {
+		if ep, ok := eps[b.Platform]; ok {
+			out = append(out, target{ep: ep, b: b, label: label})
+		}
+	}
+	return out
 }
 
 type target struct {
@@ -69,19 +85,20 @@ func (po *poster) upload(t target, what string, posted *bool, name, content, com
 // daemon restarted, or chat was down when it was asked): the bound agents' first, then
 // their helpers'.
 func (po *poster) resync(ctx context.Context) {
-	for _, id := range po.r.threads.boundAgents() {
-		if a, err := po.r.opt.Service.Agent(ctx, id); err == nil {
+	bs, err := po.r.opt.Bindings.Bindings(ctx)
+	if err != nil {
+		po.r.log.Error("bots: reading chat bindings", "err", err)
+	}
+	seen := map[string]bool{}
+	for _, b := range bs {
+		if a, err := po.r.opt.Service.Agent(ctx, b.AgentID); err == nil && !seen[a.ID] {
+			seen[a.ID] = true
 			po.postWaiting(ctx, a)
 		}
 	}
 	all, err := po.r.opt.Service.Agents(ctx)
 	if err != nil {
 		return
-	}
-	for _, a := range all {
-		if a.ParentID != "" {
-			po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
-		}
 	}
 	for i := range all {
 		if all[i].ParentID != "" {
@@ -131,13 +148,26 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 			po.stateChanged(ctx, ev.Agent)
 		}
 	case api.EventRemoved:
-		po.closeOpen(ctx, ev.AgentID, "The agent was removed before a decision.")
-		if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
-			po.note(ctx, ev.AgentID, "🗑 The agent was removed.")
-		}
-		po.r.teams.removeRole(ev.AgentID)
-		po.r.threads.remove(ev.AgentID)
+		po.removed(ctx, ev)
 	}
+}
+
+// removed closes a removed agent's open proposals and tells its threads, which the
+// event names: the store deleted them with the agent.
+func (po *poster) removed(ctx context.Context, ev api.Event) {
+	threads := make([]*Binding, len(ev.Threads))
+	for i := range ev.Threads {
+		threads[i] = &ev.Threads[i]
+	}
+	ts := po.targetsIn(ctx, ev.AgentID, threads, ev.Agent)
+	po.closeIn(ts, ev.AgentID, "The agent was removed before a decision.")
+	if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
+		for _, t := range ts {
+			po.say(t, "posting a note", FormatNote("🗑 The agent was removed."))
+		}
+	}
+	po.r.teams.removeRole(ev.AgentID)
+	po.r.states.forget(ev.AgentID)
 }
 
 // runOf is the run an event's agent was on; "" when the event does not say.
@@ -361,7 +391,7 @@ func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Quest
 // stateChanged tells the thread when the agent pauses or fails on its own.
 func (po *poster) stateChanged(ctx context.Context, a *api.Agent) {
 	key := string(a.State) + "|" + a.StateReason
-	if po.r.threads.showState(a.ID, key) == key {
+	if po.r.states.show(a.ID, key) == key {
 		return
 	}
 	switch a.State {
@@ -416,8 +446,13 @@ func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
 // closeOpen takes the buttons off an agent's undecided proposals, which no decision can
 // reach any more (the run was stopped, or moved on to a new task).
 func (po *poster) closeOpen(ctx context.Context, agentID, why string) {
+	po.closeIn(po.targets(ctx, agentID), agentID, why)
+}
+
+// closeIn closes an agent's undecided proposals in the threads ts.
+func (po *poster) closeIn(ts []target, agentID, why string) {
 	for _, p := range po.r.board.closeOpen(agentID) {
-		for _, t := range po.targets(ctx, agentID) {
+		for _, t := range ts {
 			po.post(t, "closing "+p.ID, func(ctx context.Context) error {
 				m, err := po.proposalMessage(ctx, p.ID, t.ep.a.Platform())
 				if err != nil || m == nil {
@@ -466,22 +501,18 @@ func (po *poster) recordEnd(ctx context.Context, t target, runID, post string) {
 // event does not say and the relay has not seen the agent before.
 func (po *poster) learn(ctx context.Context, ev api.Event) {
 	if ev.Agent != nil {
-		po.r.threads.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
 		po.r.teams.learnRole(ctx, ev.AgentID, ev.Agent.Name)
 		return
 	}
-	if ev.AgentID == "" || ev.Type == api.EventRemoved {
+	if ev.AgentID == "" || ev.Type == api.EventRemoved || po.r.teams.engine == nil {
 		return
 	}
-	if po.r.threads.knows(ev.AgentID) {
+	if _, known := po.r.teams.roleOf(ev.AgentID); known {
 		return
 	}
-	a, err := po.r.opt.Service.Agent(ctx, ev.AgentID)
-	if err != nil {
-		return
+	if a, err := po.r.opt.Service.Agent(ctx, ev.AgentID); err == nil {
+		po.r.teams.learnRole(ctx, a.ID, a.Name)
 	}
-	po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
-	po.r.teams.learnRole(ctx, a.ID, a.Name)
 }
 
 // labelled prefixes msg with the helper's name when label is set.

@@ -48,7 +48,7 @@ type Relay struct {
 	expiry   expiry
 	// What it keeps beside the store, one owner each (each with its locking rule):
 	eps       adapters       // the platforms, set before Run
-	threads   *threadBook    // where each agent's events go
+	states    shownStates    // the state each agent's threads were last told of
 	board     *proposalBoard // what waits for a person in chat
 	teams     *teamDesk      // team runs in chat
 	posts     *poster        // agent events to threads
@@ -67,7 +67,7 @@ func New(opt Options) *Relay {
 		opt.Now = time.Now
 	}
 	r := &Relay{
-		opt: opt, log: opt.Log, ready: make(chan struct{}), expiry: expiry{opt.Expiry, opt.Now}, threads: newThreadBook(), board: newProposalBoard(),
+		opt: opt, log: opt.Log, ready: make(chan struct{}), expiry: expiry{opt.Expiry, opt.Now}, board: newProposalBoard(),
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 	r.teams, r.posts = newTeamDesk(r), &poster{r}
@@ -103,7 +103,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		if first {
 			// After subscribing, so that a proposal made meanwhile is posted once either way.
-			r.posts.loadBindings(ctx)
 			r.posts.resync(ctx)
 			r.teams.loadTeams(ctx)
 			first = false

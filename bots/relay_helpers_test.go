@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -109,6 +110,36 @@ type memBindings struct {
 	// answered are the questions answered, as the store marks their rows.
 	answered map[*ChatMessage]bool
 	teams    []*TeamBinding
+	// agents, when set, names each agent's parent, for ThreadsOf's walk to a helper's
+	// nearest bound parent (the store reads its agents table).
+	agents Service
+}
+
+// ThreadsOf is the latest binding on each platform of agentID or, for a helper, of its
+// nearest bound parent, as the store finds them.
+func (m *memBindings) ThreadsOf(ctx context.Context, agentID string) ([]*Binding, error) {
+	for id, hops := agentID, 0; id != "" && hops <= maxHelperHops; hops++ {
+		latest := map[string]*Binding{}
+		m.mu.Lock()
+		for _, b := range m.bs {
+			if b.AgentID == id && (latest[b.Platform] == nil || !b.CreatedAt.Before(latest[b.Platform].CreatedAt)) {
+				latest[b.Platform] = b
+			}
+		}
+		m.mu.Unlock()
+		if len(latest) > 0 {
+			return slices.Collect(maps.Values(latest)), nil
+		}
+		if m.agents == nil {
+			return nil, nil
+		}
+		a, err := m.agents.Agent(ctx, id)
+		if err != nil {
+			return nil, nil
+		}
+		id = a.ParentID
+	}
+	return nil, nil
 }
 
 func (m *memBindings) Answer(_ context.Context, platform, channel, message string) (bool, error) {
@@ -324,14 +355,13 @@ func showWaiting(ctx context.Context, r *Relay, a api.Agent) {
 }
 
 // threadRelay is a relay over svc with a fake adapter serving channel C1 (approver U1),
-// its thread T1 bound to agent a-1 and the bindings loaded.
+// its thread T1 bound to agent a-1.
 func threadRelay(ctx context.Context, svc Service) (*Relay, *fakeAdapter) {
 	binds := &memBindings{msgs: map[string]*ChatMessage{},
-		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}, agents: svc}
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.posts.loadBindings(ctx)
 	return r, ad
 }
 

@@ -61,8 +61,17 @@ func (r *Relay) Note(ctx context.Context, platform, channel, thread, text string
 }
 
 // RunThread returns the channel and thread runID is bound to on platform.
-func (r *Relay) RunThread(platform, runID string) (channel, thread string, ok bool) {
-	return r.threads.runThread(platform, runID)
+func (r *Relay) RunThread(ctx context.Context, platform, runID string) (channel, thread string, ok bool) {
+	bs, err := r.opt.Bindings.Bindings(ctx)
+	if err != nil {
+		r.log.Error("bots: reading chat bindings", "err", err)
+	}
+	for _, b := range bs {
+		if b.Platform == platform && b.RunID == runID {
+			return b.Channel, b.Thread, true
+		}
+	}
+	return "", "", false
 }
 
 // Schedules is the part of the schedules' manager the /agent schedule command uses.

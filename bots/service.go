@@ -32,6 +32,9 @@ type Bindings interface {
 	Bind(ctx context.Context, b Binding) error
 	BindingByThread(ctx context.Context, platform, channel, thread string) (*Binding, error)
 	Bindings(ctx context.Context) ([]*Binding, error)
+	// ThreadsOf is the threads an agent's events go to: its latest binding on each
+	// platform, or a helper's nearest bound parent's; none when neither is bound.
+	ThreadsOf(ctx context.Context, agentID string) ([]*Binding, error)
 	SetMessage(ctx context.Context, m ChatMessage) error
 	Message(ctx context.Context, proposalID, platform, kind string) (*ChatMessage, error)
 	// MessageAt finds the proposal or question whose message has id message in channel

@@ -46,135 +46,33 @@ func (s *adapters) all() map[string]*endpoint {
 	return out
 }
 
-// threadBook is what the relay keeps of where agents' events go: the bindings of the
-// agents that have a thread (a cache of the store's, read at Run), the names and parents
-// of those that have none (helpers post in their nearest bound parent's thread), and the
-// state each thread was last told of (so a repeated state event is not posted twice).
+// shownStates is the state each agent's threads were last told of, so that a repeated
+// state event is not posted twice: the relay's own record, as the daemon keeps no copy
+// of what chat was shown. Where an agent's events go is read from the store
+// (Bindings.ThreadsOf) at each event.
 //
 // Locking rule: mu guards every field declared after it; each method takes it itself and
 // calls nothing under it.
-type threadBook struct {
-	mu     sync.Mutex
-	bound  map[string]map[string]*Binding // agent → platform → binding
-	agents map[string]agentInfo           // unbound agents' names and parents (helpers)
-	states map[string]string              // agent → last state shown
+type shownStates struct {
+	mu      sync.Mutex
+	byAgent map[string]string // agent → last state shown
 }
 
-func newThreadBook() *threadBook {
-	return &threadBook{bound: map[string]map[string]*Binding{}, agents: map[string]agentInfo{}, states: map[string]string{}}
-}
-
-// agentInfo is what the relay knows of an agent that has no binding.
-type agentInfo struct {
-	name, parent string
-}
-
-// bind caches each b as its agent's binding on its platform.
-func (s *threadBook) bind(bs ...*Binding) {
+// show records key as the agent's state shown and returns the one shown before.
+func (s *shownStates) show(agentID, key string) (prev string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, b := range bs {
-		putIn(s.bound, b.AgentID, b.Platform, b)
+	if s.byAgent == nil {
+		s.byAgent = map[string]string{}
 	}
-}
-
-// putIn sets m[k][k2] to v, making the inner map on first use.
-func putIn[K, K2 comparable, V any](m map[K]map[K2]V, k K, k2 K2, v V) {
-	if m[k] == nil {
-		m[k] = map[K2]V{}
-	}
-	m[k][k2] = v
-}
-
-// boundAgents lists the agents that have a thread.
-func (s *threadBook) boundAgents() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.bound))
-	for id := range s.bound {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// runThread returns the channel and thread runID is bound to on platform.
-func (s *threadBook) runThread(platform, runID string) (channel, thread string, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range s.bound {
-		if b := m[platform]; b != nil && b.RunID == runID {
-			return b.Channel, b.Thread, true
-		}
-	}
-	return "", "", false
-}
-
-// targets returns the threads, on the platforms of eps, an agent's events go to: its
-// own, or for a helper its nearest bound parent's, labelled with the helper's name; none
-// when neither is bound.
-func (s *threadBook) targets(agentID string, eps map[string]*endpoint) []target {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id, label := s.boundAncestor(agentID)
-	var out []target
-	for platform, b := range s.bound[id] {
-		if ep, ok := eps[platform]; ok {
-			out = append(out, target{ep: ep, b: b, label: label})
-		}
-	}
-	return out
-}
-
-// boundAncestor returns the nearest agent, agentID itself or a parent, that has a
-// binding, and the label its events carry there ("" for agentID's own). Caller holds mu.
-func (s *threadBook) boundAncestor(agentID string) (string, string) {
-	id := agentID
-	for range maxHelperHops {
-		if _, ok := s.bound[id]; ok {
-			if id == agentID {
-				return id, ""
-			}
-			return id, s.agents[agentID].name
-		}
-		info, ok := s.agents[id]
-		if !ok || info.parent == "" {
-			return agentID, ""
-		}
-		id = info.parent
-	}
-	return agentID, ""
-}
-
-// knows reports whether the relay has seen agentID, bound or not.
-func (s *threadBook) knows(agentID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, known := s.agents[agentID]
-	_, bound := s.bound[agentID]
-	return known || bound
-}
-
-// learnAgent notes an unbound agent's name and parent.
-func (s *threadBook) learnAgent(id string, info agentInfo) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.agents[id] = info
-}
-
-// remove forgets a removed agent.
-func (s *threadBook) remove(agentID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.bound, agentID)
-	delete(s.states, agentID)
-	delete(s.agents, agentID)
-}
-
-// showState records key as the agent's state shown and returns the one shown before.
-func (s *threadBook) showState(agentID, key string) (prev string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev = s.states[agentID]
-	s.states[agentID] = key
+	prev = s.byAgent[agentID]
+	s.byAgent[agentID] = key
 	return prev
+}
+
+// forget drops a removed agent's state.
+func (s *shownStates) forget(agentID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byAgent, agentID)
 }

@@ -278,7 +278,15 @@ func (s *runs) removeTx(tx *store.Tx, all []removal) error {
 		if err != nil {
 			return err
 		}
-		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}); err != nil {
+		threads, err := tx.ThreadsOf(a.ID)
+		if err != nil {
+			return err
+		}
+		c := &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}
+		for _, b := range threads {
+			c.threads = append(c.threads, *b)
+		}
+		if _, err := apply(tx, c); err != nil {
 			return err
 		}
 		if err := tx.DeleteAgent(a.ID); err != nil {

@@ -43,6 +43,9 @@ type change struct {
 	// finishMessage, when set, is the message of the run's end: the finish command's
 	// output. Without it the end says the agent's state reason.
 	finishMessage *string
+	// threads are the chat threads a removed agent's events went to (show_removed's
+	// event carries them: the store deletes them with the agent).
+	threads []api.ChatBinding
 	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
 	// restores, and who asked.
 	ckpt   *checkpoints
@@ -385,7 +388,7 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		ev.Message = c.ev.Detail
 		return ev
 	case api.EventRemoved:
-		return ev
+		ev.Threads = c.threads
 	case api.EventProposal:
 		ev.Proposal = c.proposalShown(out)
 	}

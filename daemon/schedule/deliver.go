@@ -28,7 +28,7 @@ type Chat interface {
 	// Note posts a line in the thread ("" at the channel's top level).
 	Note(ctx context.Context, platform, channel, thread, text string) error
 	// RunThread returns the channel and thread runID is bound to on platform.
-	RunThread(platform, runID string) (channel, thread string, ok bool)
+	RunThread(ctx context.Context, platform, runID string) (channel, thread string, ok bool)
 }
 
 // delivery is a parsed delivery target; platform "" is agentctl.
@@ -106,12 +106,12 @@ func (m *Manager) openThread(ctx context.Context, d delivery, row *store.Schedul
 }
 
 // runThread returns the delivery and thread of a scheduled run, if it has one.
-func (m *Manager) runThread(row *store.Schedule, runID string) (delivery, string, bool) {
+func (m *Manager) runThread(ctx context.Context, row *store.Schedule, runID string) (delivery, string, bool) {
 	d, ok := m.chatOf(row)
 	if !ok || runID == "" {
 		return d, "", false
 	}
-	ch, thread, ok := m.chat.RunThread(d.platform, runID)
+	ch, thread, ok := m.chat.RunThread(ctx, d.platform, runID)
 	if !ok || ch != d.channel {
 		return d, "", false
 	}
@@ -140,7 +140,7 @@ func (m *Manager) announce(ctx context.Context, r cron.Record) {
 	}
 	var text, thread string
 	if r.RunID != "" {
-		_, thread, _ = m.runThread(row, r.RunID)
+		_, thread, _ = m.runThread(ctx, row, r.RunID)
 		text = endText(row.Name, r)
 	} else {
 		text = firingText(row.Name, r)

@@ -36,7 +36,7 @@ func (c *recordingChat) Note(ctx context.Context, platform, channel, thread, tex
 	c.post(text)
 	return nil
 }
-func (c *recordingChat) RunThread(platform, runID string) (string, string, bool) {
+func (c *recordingChat) RunThread(_ context.Context, platform, runID string) (string, string, bool) {
 	return "", "", false
 }
 

@@ -327,10 +327,10 @@ func (s *chatSwitch) Note(ctx context.Context, platform, channel, thread, text s
 	return c.Note(ctx, platform, channel, thread, text)
 }
 
-func (s *chatSwitch) RunThread(platform, runID string) (string, string, bool) {
+func (s *chatSwitch) RunThread(ctx context.Context, platform, runID string) (string, string, bool) {
 	c, err := s.get(platform)
 	if err != nil {
 		return "", "", false
 	}
-	return c.RunThread(platform, runID)
+	return c.RunThread(ctx, platform, runID)
 }

@@ -45,6 +45,25 @@ func (t *Tx) Bindings() ([]*Binding, error) {
 		ORDER BY created_at, agent_id`)
 }
 
+// MaxHelperHops bounds a walk up an agent's parent links.
+const MaxHelperHops = 8
+
+// ThreadsOf returns the threads agentID's events go to: its latest binding on each
+// platform, or, for a helper that has none, those of its nearest parent that has one
+// (within MaxHelperHops); none when neither is bound.
+func (t *Tx) ThreadsOf(agentID string) ([]*Binding, error) {
+	return queryAll(t, nil, "chat threads", scanBinding, `WITH RECURSIVE up(id, hops) AS (
+			SELECT ?, 0
+			UNION ALL
+			SELECT a.parent_id, up.hops + 1 FROM up JOIN agents a ON a.id = up.id
+			WHERE a.parent_id <> '' AND up.hops < ? AND NOT EXISTS (SELECT 1 FROM chat_bindings c WHERE c.agent_id = up.id)
+		)
+		SELECT `+bindingCols+` FROM chat_bindings b
+		WHERE agent_id = (SELECT id FROM up WHERE EXISTS (SELECT 1 FROM chat_bindings c WHERE c.agent_id = up.id) ORDER BY hops LIMIT 1)
+		AND created_at = (SELECT MAX(created_at) FROM chat_bindings c WHERE c.agent_id = b.agent_id AND c.platform = b.platform)
+		ORDER BY created_at, platform`, agentID, MaxHelperHops)
+}
+
 // SetChatMessage records the message posted for a proposal or a question.
 func (t *Tx) SetChatMessage(m *ChatMessage) error {
 	m.PostedAt = t.now

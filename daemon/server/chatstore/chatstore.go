@@ -36,6 +36,12 @@ func (s Bindings) Bindings(ctx context.Context) ([]*bots.Binding, error) {
 	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.Binding, error) { return tx.Bindings() })
 }
 
+// ThreadsOf returns the threads agentID's events go to: its own, or its nearest bound
+// parent's.
+func (s Bindings) ThreadsOf(ctx context.Context, agentID string) ([]*bots.Binding, error) {
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.Binding, error) { return tx.ThreadsOf(agentID) })
+}
+
 // SetMessage stores m, replacing the earlier message of its proposal, platform and kind.
 func (s Bindings) SetMessage(ctx context.Context, m bots.ChatMessage) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&m) })
