@@ -85,3 +85,29 @@ func TestHelperDecidedInParentsThread(t *testing.T) {
 		t.Fatalf("parent's start_agent episode = %+v", ep)
 	}
 }
+
+// Removing a parent while its helper's proposal waits closes that proposal in the
+// parent's thread and says there that each was removed, although the store deletes the
+// thread's binding with them: the removal events name the thread.
+func TestRemovedParentClosesItsHelpersProposalInItsThread(t *testing.T) {
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Commands: []string{commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent}}})
+	e.Script(
+		reply("start_agent", map[string]string{"name": "fetcher", "task": "fetches", "prompt": "touch the page"}),
+		reply("bots_test_touch", map[string]string{"what": "page"}))
+	thread := e.startRun("get the page via a helper")
+	e.click(approver, thread, e.proposal(thread, 1), "approve")
+	touch := e.labelledProposal(thread, "fetcher", 1)
+	if err := e.Sup.API().Runs.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
+		t.Fatal(err)
+	}
+	e.decided(thread, touch.TS, "removed before a decision")
+	e.wait("the helper's and the parent's removal notes", func(v fakeslack.View) bool {
+		removed := 0
+		for _, m := range v.Messages(channel, thread) {
+			if strings.Contains(m.Text, "The agent was removed.") {
+				removed++
+			}
+		}
+		return removed == 2
+	})
+}

@@ -227,3 +227,57 @@ func TestAQuestionTakesOneAnswerHoweverManyOthersAndAfterAReopen(t *testing.T) {
 		t.Error("the step asked again did not take its own one answer, or the old question came back")
 	}
 }
+
+// An agent's events go to its own threads (the latest on each platform); a helper's, at
+// any depth, to its nearest bound parent's; an agent with neither has none.
+func TestThreadsOfWalksToTheNearestBoundParent(t *testing.T) {
+	s, a := seeded(t)
+	mustTx(t, s, func(tx *Tx) error {
+		for _, h := range []*Agent{
+			{Agent: api.Agent{ID: "a-2", Name: "one/h", State: api.StateThinking, Workspace: "/tmp/ws/h", ParentID: a.ID}},
+			{Agent: api.Agent{ID: "a-3", Name: "one/h/g", State: api.StateThinking, Workspace: "/tmp/ws/h/g", ParentID: "a-2"}},
+			{Agent: api.Agent{ID: "a-4", Name: "loner", State: api.StateThinking, Workspace: "/tmp/ws4"}},
+		} {
+			if err := tx.InsertAgent(h); err != nil {
+				return err
+			}
+		}
+		for _, b := range []*Binding{
+			{Platform: "slack", Channel: "C1", Thread: "1.0", AgentID: a.ID},
+			{Platform: "discord", Channel: "D1", Thread: "9", AgentID: a.ID},
+		} {
+			if err := tx.Bind(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	mustView(t, s, func(tx *Tx) error {
+		for id, want := range map[string]int{a.ID: 2, "a-2": 2, "a-3": 2, "a-4": 0, "a-gone": 0} {
+			ts, err := tx.ThreadsOf(id)
+			if err != nil {
+				return err
+			}
+			if len(ts) != want {
+				t.Errorf("threads of %s = %d, want %d", id, len(ts), want)
+			}
+			for _, b := range ts {
+				if b.AgentID != a.ID {
+					t.Errorf("threads of %s: %+v is not its parent's", id, b)
+				}
+			}
+		}
+		return nil
+	})
+	// A helper with a thread of its own posts there, not in its parent's.
+	mustTx(t, s, func(tx *Tx) error {
+		return tx.Bind(&Binding{Platform: "slack", Channel: "C1", Thread: "2.0", AgentID: "a-2"})
+	})
+	mustView(t, s, func(tx *Tx) error {
+		ts, err := tx.ThreadsOf("a-3")
+		if err != nil || len(ts) != 1 || ts[0].Thread != "2.0" {
+			t.Errorf("threads of a-3 under a bound helper = %+v, %v", ts, err)
+		}
+		return nil
+	})
+}
