@@ -178,13 +178,15 @@ func (b *diskBound) mountQuota(size int64) {
 // file again.
 func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
 
-// capturePath is where the run's change is captured: the overlay's other mount under a
-// quota, else the copy.
-func (b *diskBound) capturePath() string {
+// capture checkpoints the copy after the run into s, adding at most maxNew: under a
+// quota through the overlay's other mount, reading only what its upper layer holds (the
+// paths the run wrote) and taking the rest as checkpoint from, which its lower layer,
+// the copy, holds; else the whole copy.
+func (b *diskBound) capture(ctx context.Context, s *checkpoint.Store, from checkpoint.ID, maxNew int64) (checkpoint.Info, error) {
 	if b.q != nil {
-		return b.q.merged()
+		return s.CheckpointOverlay(ctx, b.q.merged(), filepath.Join(b.q.dir, "upper"), from, maxNew)
 	}
-	return b.view
+	return s.CheckpointWithin(ctx, b.view, maxNew)
 }
 
 // full reports whether q's tmpfs has no room left: the kernel refused a write.

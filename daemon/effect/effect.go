@@ -177,7 +177,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if bound.storeRoom(took) <= 0 {
 		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), bound.putBack())
 	}
-	to, err := s.CheckpointWithin(ctx, bound.capturePath(), bound.storeRoom(took))
+	to, err := bound.capture(ctx, s, from.ID, bound.storeRoom(took))
 	switch {
 	case err != nil:
 		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), bound.putBack())
