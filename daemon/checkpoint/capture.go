@@ -35,8 +35,9 @@ func (s *Store) Checkpoint(ctx context.Context, ws string) (Info, error) {
 // CheckpointWithin is Checkpoint with the new content it may add bounded by maxNew as
 // well as by MaxStepBytes: past it the checkpoint is Partial and says so. An effect
 // preview bounds the store by the disk its budget leaves, counting files at their full
-// size, as the store keeps them, not by the blocks a sparse file takes.
-func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64) (Info, error) {
+// size, as the store keeps them, not by the blocks a sparse file takes. With ov, ws is
+// an overlay mount and only what its upper layer holds is read (Overlay).
+func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64, ov *Overlay) (Info, error) {
 	err := s.begin(ctx)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -44,6 +45,9 @@ func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64) (
 	}
 	s.stepCap = max(maxNew, 0)
 	defer func() { s.stepCap = -1 }()
+	if ov != nil {
+		return ov.checkpoint(ctx, s, ws)
+	}
 	return s.checkpoint(ctx, ws, 0, false)
 }
 
@@ -87,35 +91,12 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (I
 		s.watch.end(latest.ID, c.manyNames)
 		return *latest, nil
 	}
-	info, err := s.commit(c, pin)
+	info, err := c.commit(pin)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
 	}
 	s.lastOf[ws] = info.ID
 	s.watch.end(info.ID, c.manyNames)
-	return info, nil
-}
-
-// commit makes the capture c a checkpoint: its objects, then its record; retention,
-// which keeps pin whatever it drops, may start after.
-func (s *Store) commit(c *capture, pin ID) (Info, error) {
-	if err := c.flush(); err != nil {
-		return Info{}, err
-	}
-	info := Info{ID: 1, Time: time.Now(), Files: c.files, Bytes: c.bytes, NewBytes: c.newBytes,
-		Partial: c.partial, Notices: c.notes.list, MoreNotices: c.notes.more, root: c.root, links: c.linked}
-	if n := len(s.ids); n > 0 {
-		info.ID = s.ids[n-1] + 1
-	}
-	if err := s.writeRecord(info); err != nil {
-		return Info{}, err
-	}
-	if len(s.ids) > s.opt.KeepCount || s.bytes > max(s.opt.MaxStoreBytes, s.kept+s.opt.MaxStoreBytes/10) {
-		// Retention reads every kept checkpoint's listings: it runs while the step does,
-		// and the next call waits for it.
-		held := s.held
-		s.collecting.Go(func() { s.collectErr = s.collect(pin, held) })
-	}
 	return info, nil
 }
 
@@ -579,38 +560,4 @@ func (c *capture) uncapture(e *entry, why string) {
 	e.hash, e.note = hash{}, why
 	c.partial = true
 	c.notes.add(c.ds.pathTo(e.name), why, true)
-}
-
-// flush makes the pending objects durable objects: one syncfs for all their contents,
-// then the renames and one fsync of the objects folder. An object is never in place
-// before its content is on disk, so an object found in the store is whole.
-func (c *capture) flush() error {
-	if len(c.pending) == 0 {
-		return nil
-	}
-	s := c.s
-	if err := s.syncfs(s.tm); err != nil {
-		c.discard()
-		return err
-	}
-	step()
-	for i, p := range c.pending {
-		if err := unix.Renameat(s.tm, p.tmp, s.objects, p.h.String()); err != nil {
-			c.pending = c.pending[i:]
-			c.discard()
-			return err
-		}
-		s.bytes += p.size
-		step()
-	}
-	c.pending = nil
-	return s.fsync(s.objects)
-}
-
-// discard removes the pending objects' temporary files.
-func (c *capture) discard() {
-	for _, p := range c.pending {
-		unix.Unlinkat(c.s.tm, p.tmp, 0)
-	}
-	c.pending = nil
 }

@@ -7,28 +7,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CheckpointOverlay is CheckpointWithin of merged, an overlay mount whose lower layer
-// holds checkpoint base exactly and whose upper layer, where every write to it went, is
-// the folder upper: only the names the upper layer holds are read, and the rest is
-// base's entries as they are, so a change costs what it wrote, not the tree. A folder
-// the upper layer marks opaque or redirected (its lower entries are not base's there)
-// is read whole, and so is all of merged when base is Partial or has a file with
-// several names (a copy-up parts them), or when what it holds is past the Options'
-// bounds (the full capture then says which paths it left out). A checkpoint that
-// holds what base does is base.
-func (s *Store) CheckpointOverlay(ctx context.Context, merged, upper string, base ID, maxNew int64) (Info, error) {
-	err := s.begin(ctx)
-	defer s.mu.Unlock()
-	if err != nil {
-		return Info{}, err
-	}
-	s.stepCap = max(maxNew, 0)
-	defer func() { s.stepCap = -1 }()
-	b, err := s.readRecord(base)
+// Overlay says, for CheckpointWithin, that the folder captured is an overlay mount
+// whose lower layer holds checkpoint Lower exactly and whose upper layer, where every
+// write to it went, is the folder Upper: only the names the upper layer holds are read,
+// and the rest is Lower's entries as they are, so a change costs what it wrote, not the
+// tree. A folder the upper layer marks opaque or redirected (its lower entries are not
+// Lower's there) is read whole, and so is the whole mount when Lower is Partial or has a
+// file with several names (a copy-up parts them), or when what it holds is past the
+// Options' bounds (the walk then says which paths it left out). A checkpoint that
+// holds what Lower does is Lower.
+type Overlay struct {
+	Upper string
+	Lower ID
+}
+
+// checkpoint is s.CheckpointWithin of the overlay mount merged, under s.mu.
+func (o *Overlay) checkpoint(ctx context.Context, s *Store, merged string) (Info, error) {
+	b, err := s.readRecord(o.Lower)
 	if err != nil || b.Partial || b.links {
 		return s.checkpoint(ctx, merged, 0, false)
 	}
-	up, err := unix.Open(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	up, err := unix.Open(o.Upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: its upper layer: %w", merged, err)
 	}
@@ -45,7 +44,7 @@ func (s *Store) CheckpointOverlay(ctx context.Context, merged, upper string, bas
 		c.discard()
 		return b, nil
 	}
-	info, err := s.commit(c, base)
+	info, err := c.commit(o.Lower)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", merged, err)
 	}

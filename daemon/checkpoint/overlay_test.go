@@ -56,7 +56,7 @@ func TestAnOverlayCheckpointHoldsWhatAWalkOfItFinds(t *testing.T) {
 	ctx := context.Background()
 	base := mustCheckpoint(t, s, lower)
 	merged, upper := mountOverlay(t, lower)
-	same, err := s.CheckpointOverlay(ctx, merged, upper, base.ID, 1<<20)
+	same, err := s.CheckpointWithin(ctx, merged, 1<<20, &Overlay{Upper: upper, Lower: base.ID})
 	if err != nil || same.ID != base.ID {
 		t.Fatalf("nothing changed: checkpoint %d (%v), want the lower layer's, %d", same.ID, err, base.ID)
 	}
@@ -73,7 +73,7 @@ func TestAnOverlayCheckpointHoldsWhatAWalkOfItFinds(t *testing.T) {
 	if err := errors.Join(os.RemoveAll(in("renamed")), os.Rename(in("moved"), in("renamed"))); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.CheckpointOverlay(ctx, merged, upper, base.ID, 1<<20)
+	got, err := s.CheckpointWithin(ctx, merged, 1<<20, &Overlay{Upper: upper, Lower: base.ID})
 	if err != nil || got.Partial {
 		t.Fatalf("overlay checkpoint: %+v, %v", got, err)
 	}
@@ -102,7 +102,7 @@ func TestAnOverlayCheckpointReadsOnlyWhatTheUpperLayerHolds(t *testing.T) {
 	writeFiles(t, lower, map[string]string{"untouched/behind.txt": "not in the checkpoint\n"})
 	merged, upper := mountOverlay(t, lower)
 	writeFiles(t, merged, map[string]string{"changed/c.txt": "c, changed\n"})
-	got, err := s.CheckpointOverlay(ctx, merged, upper, base.ID, 1<<20)
+	got, err := s.CheckpointWithin(ctx, merged, 1<<20, &Overlay{Upper: upper, Lower: base.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

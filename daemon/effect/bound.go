@@ -184,9 +184,9 @@ func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
 // the copy, holds; else the whole copy.
 func (b *diskBound) capture(ctx context.Context, s *checkpoint.Store, from checkpoint.ID, maxNew int64) (checkpoint.Info, error) {
 	if b.q != nil {
-		return s.CheckpointOverlay(ctx, b.q.merged(), filepath.Join(b.q.dir, "upper"), from, maxNew)
+		return s.CheckpointWithin(ctx, b.q.merged(), maxNew, &checkpoint.Overlay{Upper: filepath.Join(b.q.dir, "upper"), Lower: from})
 	}
-	return s.CheckpointWithin(ctx, b.view, maxNew)
+	return s.CheckpointWithin(ctx, b.view, maxNew, nil)
 }
 
 // full reports whether q's tmpfs has no room left: the kernel refused a write.
