@@ -24,7 +24,7 @@ func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.mountQuota(size)
+	b.mountQuota(view, size)
 	if b.q == nil {
 		t.Skipf("no quota here (euid %d): a run ahead is bounded by the watch alone", os.Geteuid())
 	}
