@@ -42,6 +42,33 @@ func (p *Previews) bound(agentID, view string, room int64) (*diskBound, error) {
 	return b, nil
 }
 
+// place makes where the run ahead sees workspace ws as checkpoint from holds it: under
+// a quota, an overlay on ws itself; else the copy, restored to from. It returns what the
+// copy and the store s take, counted from what the checkpoints know (a walk would cost
+// as much as the preview): each file a block at least, and the objects; under a quota
+// no copy is made, but it is counted all the same.
+func (b *diskBound) place(ctx context.Context, s *checkpoint.Store, from checkpoint.Info, ws string) (int64, error) {
+	// A restore keeps the folder's own mode, which the last command may have taken away.
+	if err := errors.Join(os.MkdirAll(b.view, 0o700), os.Chmod(b.view, 0o700)); err != nil {
+		return 0, fmt.Errorf("no folder for the copy: %w", err)
+	}
+	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
+	if took <= b.room {
+		b.mountQuota(ws, b.room-took)
+	}
+	if b.q == nil && took <= b.room {
+		if _, err := s.Restore(ctx, b.view, from.ID); err != nil {
+			return 0, fmt.Errorf("the copy could not be made: %w", err)
+		}
+		took = from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
+	}
+	if took > b.room {
+		return 0, errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(b.room)),
+			b.putBack())
+	}
+	return took, nil
+}
+
 // measure is the disk the copy and the store take now; over the room once the quota is full.
 func (b *diskBound) measure() (int64, error) {
 	if b.q.full() {

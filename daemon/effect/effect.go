@@ -148,31 +148,14 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err != nil {
 		return nil, "", err
 	}
-	// A restore keeps the folder's own mode, which the last command may have taken away.
-	if err := errors.Join(os.MkdirAll(view, 0o700), os.Chmod(view, 0o700)); err != nil {
-		return nil, "", fmt.Errorf("no folder for the copy: %w", err)
+	took, err := bound.place(ctx, s, from, env.Workspace)
+	if err != nil {
+		return nil, "", err
 	}
+	defer bound.q.unmount() // after its change is captured, from the overlay
 	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
 		lim.Timeout = p.opt.Timeout
 	}
-	// What the copy and the store take, counted from what the checkpoints know (a walk
-	// would cost as much as the preview): each file a block at least, and the objects.
-	// Under a quota no copy is made, but it is counted all the same.
-	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
-	if took <= room {
-		bound.mountQuota(env.Workspace, room-took)
-	}
-	if bound.q == nil && took <= room {
-		if _, err := s.Restore(ctx, view, from.ID); err != nil {
-			return nil, "", fmt.Errorf("the copy could not be made: %w", err)
-		}
-		took = from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
-	}
-	if took > room {
-		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
-			bound.putBack())
-	}
-	defer bound.q.unmount() // after its change is captured, from the overlay
 	ws := env.Workspace
 	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
