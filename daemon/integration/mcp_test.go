@@ -68,7 +68,7 @@ func TestMCPToolStep(t *testing.T) {
 		t.Errorf("tools.note = provider %q class %q policy %q; want mcp, execute, ask", tool.Provider, tool.Class, tool.Policy)
 	}
 
-	a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "noter", Goals: []string{"keep notes"},
+	a, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: "noter", Goals: []string{"keep notes"},
 		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestMCPToolStep(t *testing.T) {
 	p2 := waitAgent(t, c, a.ID, "the second tool call", 20*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != p.ID
 	}).Pending
-	h, err := c.History(ctx, a.ID)
+	h, err := api.HistoryRoute.Do(ctx, c, a.ID, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestMCPToolStep(t *testing.T) {
 	ts.Close()
 	decide(t, c, a.ID, p2, api.DecisionApprove, "")
 	testutil.Eventually(t, 30*time.Second, "the failed tool call's episode", func() bool {
-		h, err = c.History(ctx, a.ID)
+		h, err = api.HistoryRoute.Do(ctx, c, a.ID, api.None{})
 		return err == nil && len(h) >= 2
 	})
 	if h[1].Command != "tools.note" || h[1].Outcome != "failed" || h[1].Result == "" {
@@ -110,7 +110,7 @@ func TestMCPToolStep(t *testing.T) {
 	if !d.running() {
 		t.Fatal("agentd exited when the MCP server went away")
 	}
-	if _, err := c.Status(ctx); err != nil {
+	if _, err := api.StatusRoute.Do(ctx, c, "", api.None{}); err != nil {
 		t.Fatalf("status after the MCP server went away: %v", err)
 	}
 	t.Logf("second call's result: %s", h[1].Result)

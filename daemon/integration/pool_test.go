@@ -30,20 +30,20 @@ func poolConfig(urls ...string) string {
 func keepMoving(ctx context.Context, t *testing.T, c *api.Client, ids []string) {
 	for ctx.Err() == nil {
 		for _, id := range ids {
-			a, err := c.Agent(ctx, id)
+			a, err := api.AgentRoute.Do(ctx, c, id, api.None{})
 			if err != nil {
 				continue
 			}
 			switch {
 			case a.Question != nil:
-				err = c.Answer(ctx, id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+				err = api.AnswerRoute.Send(ctx, c, id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
 			case a.State == api.StateAwaitingDecision && a.Pending != nil:
-				_, err = c.Decide(ctx, id, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionFeedback,
+				_, err = api.DecideRoute.Do(ctx, c, id, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionFeedback,
 					Feedback: "Try something else.", By: "tester", Source: "integration"})
 			case a.State == api.StatePaused:
-				_, err = c.Resume(ctx, id)
+				_, err = api.ResumeRoute.Do(ctx, c, id, api.None{})
 			case a.State == api.StateIdle:
-				_, err = c.TaskRun(ctx, id, api.TaskRequest{Task: "Look around the workspace once more."})
+				_, err = api.TaskRoute.Do(ctx, c, id, api.TaskRequest{Task: "Look around the workspace once more."})
 			case a.State == api.StateFailed:
 				t.Errorf("agent %s failed: %s", a.Name, a.StateReason)
 				return
@@ -62,7 +62,7 @@ func keepMoving(ctx context.Context, t *testing.T, c *api.Client, ids []string) 
 // hostsOf returns the pool's hosts from the daemon's status.
 func hostsOf(t *testing.T, c *api.Client) []api.OllamaHostStatus {
 	t.Helper()
-	st, err := c.Status(context.Background())
+	st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestPoolFailover(t *testing.T) {
 	servedB := hs[1].Served
 	steps := map[string]int{}
 	for _, id := range ids {
-		ag, err := c.Agent(context.Background(), id)
+		ag, err := api.AgentRoute.Do(context.Background(), c, id, api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}
