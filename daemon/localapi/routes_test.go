@@ -63,7 +63,7 @@ func TestScheduleRoutesThroughClient(t *testing.T) {
 	runRouteCases(t, cases)
 	t.Run("pause", func(t *testing.T) {
 		sock, _ := serve(t, newFake())
-		s, err := api.PauseScheduleRoute.Do(t.Context(), (&api.Client{Socket: sock}), "digest", api.None{})
+		s, err := api.PauseScheduleRoute.Do(t.Context(), &api.Client{Socket: sock}, "digest", api.None{})
 		if err != nil || !s.Paused || !s.Next.IsZero() {
 			t.Errorf("pause = %+v, %v; want paused with no next fire time", s, err)
 		}

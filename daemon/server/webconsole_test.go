@@ -64,7 +64,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 			t.Fatalf("login %d: status %d, want %d:\n%s", i, resp.StatusCode, want, body)
 		}
 	}
-	again, err := api.WebLoginRoute.Do(context.Background(), (&api.Client{Socket: cfg.Socket}), "", api.None{})
+	again, err := api.WebLoginRoute.Do(context.Background(), &api.Client{Socket: cfg.Socket}, "", api.None{})
 	if err != nil || again.URL != login.URL || again.LoginURL == login.LoginURL {
 		t.Fatalf("a second agentctl web: %+v, %v; want the same console and a new token", again, err)
 	}
