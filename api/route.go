@@ -176,12 +176,7 @@ func (rt StreamRoute) URL(ref string, since int64) string {
 // endpoints is every Route, in the order declared; register adds one.
 var endpoints []Endpoint
 
-func register[In, Out any](rt Route[In, Out]) Route[In, Out] {
-	endpoints = append(endpoints, rt)
-	return rt
-}
-
-func registerList[Q, T any](rt ListRoute[Q, T]) ListRoute[Q, T] {
+func register[E Endpoint](rt E) E {
 	endpoints = append(endpoints, rt)
 	return rt
 }

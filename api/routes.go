@@ -14,7 +14,7 @@ import (
 var (
 	StatusRoute = register(Route[None, *Status]{Method: "GET", Path: "/v0/status",
 		Call: byNothing(Service.Status)})
-	AgentsRoute = registerList(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
+	AgentsRoute = register(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
 		Call: func(ctx context.Context, s Service, q AgentQuery, p Page) ([]Agent, string, error) {
 			l, err := s.ListAgents(ctx, q, p)
 			if err != nil {
