@@ -54,7 +54,7 @@ func jsonText(t *testing.T, v any) string {
 	return string(b)
 }
 
-// routeCase calls one Client method against a fresh fake.
+// routeCase calls one route through the Client against a fresh fake.
 type routeCase struct {
 	name    string
 	call    func(ctx context.Context, c *api.Client) (any, error)
