@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -26,17 +25,21 @@ import (
 // num_ctx 2048 the prompt keeps room for the memories that hold the evidence.
 func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
-// pausable is ctx for a step a pause or a stop cancels through *cancel (the runner's
-// cancelStep, set under mu); done ends it.
-func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc) (context.Context, func()) {
+// pausable is ctx for a model call that a pause, a stop or the agent's time budget
+// cancels through cancelStep (set under mu); a time budget that ran out before the call
+// began cuts it at once. done ends it.
+func (r *runner) pausable(ctx context.Context) (context.Context, func()) {
 	stepCtx, stop := context.WithCancel(ctx)
-	mu.Lock()
-	*cancel = stop
-	mu.Unlock()
+	r.mu.Lock()
+	r.cancelStep = stop
+	if r.busyCut.Load() {
+		stop()
+	}
+	r.mu.Unlock()
 	return stepCtx, func() {
-		mu.Lock()
-		*cancel = nil
-		mu.Unlock()
+		r.mu.Lock()
+		r.cancelStep = nil
+		r.mu.Unlock()
 		stop()
 	}
 }
@@ -53,7 +56,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if a.State != api.StateThinking {
 		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
-	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
+	stepCtx, done := r.pausable(ctx)
 	defer done()
 
 	if a.Description == "" {
@@ -507,7 +510,7 @@ func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last 
 // It runs in a step a pause cancels, and reports false when a pause cut it short: p
 // still awaits it (awaitsRerun), the loop ends, and the resume's round runs it again.
 func (r *runner) askOnPersonRerun(ctx context.Context, l *live, f *facts) bool {
-	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
+	stepCtx, done := r.pausable(ctx)
 	defer done()
 	a, p := f.a, f.p
 	again := *p.Preview
