@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -26,20 +28,20 @@ import (
 func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
 // pausable is ctx for a model call that a pause, a stop or the agent's time budget
-// cancels through cancelStep (set under mu); a time budget that ran out before the call
-// began cuts it at once. done ends it.
-func (r *runner) pausable(ctx context.Context) (context.Context, func()) {
+// cancels through *cancel (the runner's cancelStep, set under mu); a time budget that ran
+// out before the call began (cut, set under mu) cuts it at once. done ends it.
+func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc, cut *atomic.Bool) (context.Context, func()) {
 	stepCtx, stop := context.WithCancel(ctx)
-	r.mu.Lock()
-	r.cancelStep = stop
-	if r.busyCut.Load() {
+	mu.Lock()
+	*cancel = stop
+	if cut.Load() {
 		stop()
 	}
-	r.mu.Unlock()
+	mu.Unlock()
 	return stepCtx, func() {
-		r.mu.Lock()
-		r.cancelStep = nil
-		r.mu.Unlock()
+		mu.Lock()
+		*cancel = nil
+		mu.Unlock()
 		stop()
 	}
 }
@@ -56,7 +58,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if a.State != api.StateThinking {
 		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
-	stepCtx, done := r.pausable(ctx)
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep, &r.busyCut)
 	defer done()
 
 	if a.Description == "" {
@@ -510,7 +512,7 @@ func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last 
 // It runs in a step a pause cancels, and reports false when a pause cut it short: p
 // still awaits it (awaitsRerun), the loop ends, and the resume's round runs it again.
 func (r *runner) askOnPersonRerun(ctx context.Context, l *live, f *facts) bool {
-	stepCtx, done := r.pausable(ctx)
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep, &r.busyCut)
 	defer done()
 	a, p := f.a, f.p
 	again := *p.Preview
