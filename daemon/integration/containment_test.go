@@ -196,7 +196,7 @@ func attackReplySpeak(tag, command string, args any, speak string) string {
 	if speak == "" {
 		speak = "I will run " + command
 	}
-	return ollamatest.ReplyThinking(command, args, ollamatest.Thoughts{Observations: "o", Text: "t", Reasoning: tag,
+	return ollamatest.ReplyThinking(command, args, api.Thoughts{Observations: "o", Text: "t", Reasoning: tag,
 		SelfCriticism: "s", Plan: speak, Speak: speak})
 }
 

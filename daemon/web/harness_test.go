@@ -100,10 +100,10 @@ func (e *env) script(replies ...string) { e.agent.Script(replies...) }
 // reply is a model reply proposing name(args); thoughts, when set, replaces every
 // thought field's text.
 func reply(name string, args any, thought *string) string {
-	th := ollamatest.Thoughts{Observations: "o", Text: "t", Reasoning: "because", SelfCriticism: "s",
+	th := api.Thoughts{Observations: "o", Text: "t", Reasoning: "because", SelfCriticism: "s",
 		Plan: "- do " + name, Speak: "I will " + name}
 	if thought != nil {
-		th = ollamatest.Thoughts{Observations: *thought, Text: *thought, Reasoning: *thought, SelfCriticism: *thought, Plan: *thought, Speak: *thought}
+		th = api.Thoughts{Observations: *thought, Text: *thought, Reasoning: *thought, SelfCriticism: *thought, Plan: *thought, Speak: *thought}
 	}
 	return ollamatest.ReplyThinking(name, args, th)
 }

@@ -11,6 +11,7 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
@@ -85,7 +86,7 @@ func (d *Daemon) Script(replies ...string) { d.agent.Script(replies...) }
 
 // Reply is a model reply proposing command name with args, its speak line speak.
 func Reply(name string, args any, speak string) string {
-	return ollamatest.ReplyThinking(name, args, ollamatest.Thoughts{Observations: "o", Text: "t", Reasoning: "because",
+	return ollamatest.ReplyThinking(name, args, api.Thoughts{Observations: "o", Text: "t", Reasoning: "because",
 		SelfCriticism: "s", Plan: "- do " + name + "\n- then finish", Speak: speak})
 }
 
