@@ -58,7 +58,7 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 // bwrapArgs builds the sandbox: its own network, pid, ipc, uts and cgroup namespaces (a
 // loopback of its own, and slirp4netns's way out when the network is granted: netArgs), killed with its parent, a new session
 // (no terminal to inject input into), the system and the root read-only, fresh /proc
-// and /dev, a bounded /tmp, /dev/shm and an empty HOME of its own, the workspace read-write
+// and a read-only /dev, a bounded /tmp, /dev/shm and an empty HOME of its own, the workspace read-write
 // at its own path as the only other writable place (less what v pins, makes read-only or hides; all of it
 // read-only in a bounded run), and nothing else of the host: no /home, /root, /run, /var
 // or /sys. An empty workspace leaves it out (the probe).
@@ -139,11 +139,11 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 			a = append(a, "--ro-bind", "/dev/null", h)
 		}
 	}
-	// The root bwrap makes is a tmpfs without a bound, which a sandbox of a daemon that
-	// is not root owns: read-only once everything is mounted on it. (/dev, the same, is
-	// left writable: read-only, a run ahead again in a person's profile sometimes never
-	// started.)
-	return append(a, "--remount-ro", "/")
+	// The root and /dev bwrap makes are tmpfs without a bound, which a sandbox of a daemon
+	// that is not root owns: read-only once everything is mounted on them. The remount is
+	// not recursive, so /dev/shm stays a bounded writable tmpfs and the devices bound in
+	// /dev (null, zero, urandom, tty) stay writable devices.
+	return append(a, "--remount-ro", "/dev", "--remount-ro", "/")
 }
 
 // emptyDir appends an empty read-only folder at p, hiding what is there.
