@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -444,6 +445,47 @@ func TestCloneIntoFolderSwappedForLink(t *testing.T) {
 			}
 			if left, _ := filepath.Glob(filepath.Join(ws, ".clone-*")); len(left) > 0 {
 				t.Errorf("the clone left %v behind", left)
+			}
+		})
+	}
+}
+
+// TestCloneLandsInTheWorkspaceItChecked checks that git clones into the workspace
+// clone_repository checked, reached by descriptor: the workspace's own folder, or a
+// folder on its path, swapped for a link to a lookalike elsewhere after the checks and
+// before git starts, does not lead git there.
+func TestCloneLandsInTheWorkspaceItChecked(t *testing.T) {
+	base, _, _ := gitServer(t)
+	c := newClone(t, Options{AllowPrivateNetworks: true})
+	for _, swap := range []string{"a/ws", "a"} {
+		t.Run(strings.ReplaceAll(swap, "/", "_"), func(t *testing.T) {
+			top, outside := workspace(t), t.TempDir()
+			ws, at := filepath.Join(top, "a", "ws"), filepath.Join(top, swap)
+			moved := filepath.Join(at+"-moved", strings.TrimPrefix(ws, at))
+			if err := os.MkdirAll(filepath.Join(outside, filepath.Base(at), strings.TrimPrefix(ws, at)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			testHookCloneStarting = func() {
+				if err := os.Rename(at, at+"-moved"); err != nil {
+					t.Error(err)
+				}
+				if err := os.Symlink(filepath.Join(outside, filepath.Base(at)), at); err != nil {
+					t.Error(err)
+				}
+			}
+			defer func() { testHookCloneStarting = nil }()
+			got, err := run(context.Background(), t, c, ws, cloneArgs(base+"/repo.git", "repo"), 60*time.Second)
+			filepath.WalkDir(outside, func(p string, d fs.DirEntry, _ error) error {
+				if !d.IsDir() {
+					t.Errorf("the clone wrote %s outside the workspace it checked (result %q, %v)", p, got, err)
+				}
+				return nil
+			})
+			if _, serr := os.Stat(filepath.Join(moved, "repo", ".git")); err != nil || serr != nil {
+				t.Errorf("got %q, %v; want the clone in the workspace checked, now %s (%v)", got, err, moved, serr)
 			}
 		})
 	}
