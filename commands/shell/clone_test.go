@@ -457,35 +457,20 @@ func TestCloneIntoFolderSwappedForLink(t *testing.T) {
 func TestCloneLandsInTheWorkspaceItChecked(t *testing.T) {
 	base, _, _ := gitServer(t)
 	c := newClone(t, Options{AllowPrivateNetworks: true})
-	for _, swap := range []string{"a/ws", "a"} {
-		t.Run(strings.ReplaceAll(swap, "/", "_"), func(t *testing.T) {
-			top, outside := workspace(t), t.TempDir()
-			ws, at := filepath.Join(top, "a", "ws"), filepath.Join(top, swap)
-			moved := filepath.Join(at+"-moved", strings.TrimPrefix(ws, at))
-			if err := os.MkdirAll(filepath.Join(outside, filepath.Base(at), strings.TrimPrefix(ws, at)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.MkdirAll(ws, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			testHookCloneStarting = func() {
-				if err := os.Rename(at, at+"-moved"); err != nil {
-					t.Error(err)
-				}
-				if err := os.Symlink(filepath.Join(outside, filepath.Base(at)), at); err != nil {
-					t.Error(err)
-				}
-			}
+	for name, swap := range map[string]string{"workspace_folder": "a/ws", "parent_folder": "a"} {
+		t.Run(name, func(t *testing.T) {
+			p := newPathSwap(t, swap)
+			testHookCloneStarting = func() { p.swap(t) }
 			defer func() { testHookCloneStarting = nil }()
-			got, err := run(context.Background(), t, c, ws, cloneArgs(base+"/repo.git", "repo"), 60*time.Second)
-			filepath.WalkDir(outside, func(p string, d fs.DirEntry, _ error) error {
+			got, err := run(context.Background(), t, c, p.ws, cloneArgs(base+"/repo.git", "repo"), 60*time.Second)
+			filepath.WalkDir(filepath.Dir(p.to), func(f string, d fs.DirEntry, _ error) error {
 				if !d.IsDir() {
-					t.Errorf("the clone wrote %s outside the workspace it checked (result %q, %v)", p, got, err)
+					t.Errorf("the clone wrote %s outside the workspace it checked (result %q, %v)", f, got, err)
 				}
 				return nil
 			})
-			if _, serr := os.Stat(filepath.Join(moved, "repo", ".git")); err != nil || serr != nil {
-				t.Errorf("got %q, %v; want the clone in the workspace checked, now %s (%v)", got, err, moved, serr)
+			if _, serr := os.Stat(filepath.Join(p.moved, "repo", ".git")); err != nil || serr != nil {
+				t.Errorf("got %q, %v; want the clone in the workspace checked, now %s (%v)", got, err, p.moved, serr)
 			}
 		})
 	}

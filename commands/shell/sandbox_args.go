@@ -114,24 +114,7 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 		a = append(dirsTo(a, p, bound), "--ro-bind", p, p)
 	}
 	if workspace != "" {
-		in := func(p string) string { return v.inside(workspace, p) }
-		a = dirsTo(a, in(workspace), bound)
-		n := 0 // the sources bound so far, each by its descriptor
-		for _, m := range v.mounts(workspace) {
-			switch m.kind {
-			case "dir":
-				a = emptyDir(a, in(m.path))
-			case "file":
-				a = append(a, "--ro-bind", "/dev/null", in(m.path))
-			case "fixed":
-				a = append(a, "--bind-fd", strconv.Itoa(srcFD+n), in(m.path))
-				n++
-			default:
-				a = append(a, "--ro-bind-fd", strconv.Itoa(srcFD+n), in(m.path))
-				n++
-			}
-		}
-		a = append(a, "--chdir", in(workspace))
+		a = v.workspaceArgs(dirsTo(a, v.inside(workspace, workspace), bound), workspace, srcFD)
 	} else {
 		a = append(a, "--chdir", "/")
 	}
@@ -151,6 +134,28 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 	// not recursive, so /dev/shm stays a bounded writable tmpfs and the devices bound in
 	// /dev (null, zero, urandom, tty) stay writable devices.
 	return append(a, "--remount-ro", "/dev", "--remount-ro", "/")
+}
+
+// workspaceArgs appends the mounts of workspace (v.mounts), each host path bound by its
+// descriptor (v.src, from srcFD on), and starts the program there.
+func (v view) workspaceArgs(a []string, workspace string, srcFD int) []string {
+	in := func(p string) string { return v.inside(workspace, p) }
+	n := 0 // the sources bound so far
+	for _, m := range v.mounts(workspace) {
+		switch m.kind {
+		case "dir":
+			a = emptyDir(a, in(m.path))
+		case "file":
+			a = append(a, "--ro-bind", "/dev/null", in(m.path))
+		case "fixed":
+			a = append(a, "--bind-fd", strconv.Itoa(srcFD+n), in(m.path))
+			n++
+		default:
+			a = append(a, "--ro-bind-fd", strconv.Itoa(srcFD+n), in(m.path))
+			n++
+		}
+	}
+	return append(a, "--chdir", in(workspace))
 }
 
 // emptyDir appends an empty read-only folder at p, hiding what is there.

@@ -3,7 +3,6 @@ package shell
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +14,8 @@ import (
 // as a parent agent could swap a helper's agents/NAME) swapped for a link to a lookalike
 // elsewhere after the checks and before bwrap starts is not what the program sees or
 // writes, and neither are the lookalike's .git/config and hooks, which the run binds
-// read-only from the workspace. No descriptor of the host's reaches the program.
+// read-only from the workspace. No descriptor of the host's reaches the program. It runs
+// as whoever runs the suite, and again as a daemon that is not root.
 func TestSandboxBindsTheWorkspaceItChecked(t *testing.T) {
 	bwrap := bwrapHere(t)
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap})
@@ -28,12 +28,8 @@ func TestSandboxBindsTheWorkspaceItChecked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base, outside := testutil.ResolvedTempDir(t), testutil.ResolvedTempDir(t)
-			ws, at := filepath.Join(base, "a", "ws"), filepath.Join(base, tt.swap)
-			rest := strings.TrimPrefix(ws, at)                           // what lies between the swapped folder and the workspace
-			lookalike := filepath.Join(outside, filepath.Base(at), rest) // where the link leads the workspace's path
-			moved := filepath.Join(at+"-moved", rest)                    // where the checked workspace is after the swap
-			for dir, name := range map[string]string{ws: "checked", lookalike: "lookalike"} {
+			p := newPathSwap(t, tt.swap)
+			for dir, name := range map[string]string{p.ws: "checked", p.lookalike: "lookalike"} {
 				if err := os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -43,23 +39,17 @@ func TestSandboxBindsTheWorkspaceItChecked(t *testing.T) {
 					}
 				}
 			}
-			testHookSandboxStarting = func() {
-				if err := os.Rename(at, at+"-moved"); err != nil {
-					t.Error(err)
-				}
-				if err := os.Symlink(filepath.Join(outside, filepath.Base(at)), at); err != nil {
-					t.Error(err)
-				}
-			}
+			testHookSandboxStarting = func() { p.swap(t) }
 			defer func() { testHookSandboxStarting = nil }()
-			got := mustRun(t, c, ws, `ls; cat .git/config; echo written > new; echo hooked > .git/hooks/pre-commit 2>/dev/null && echo wrote-a-hook; ls /proc/self/fd | tr '\n' ' '`, 30*time.Second)
-			checkResult(t, got, ws, []string{"checked\nchecked\n", "0 1 2 3 "}, []string{"lookalike", "wrote-a-hook"})
-			if _, err := os.Stat(filepath.Join(lookalike, "new")); err == nil {
-				t.Errorf("the run wrote into the lookalike %s", lookalike)
+			got := mustRun(t, c, p.ws, `ls; cat .git/config; echo written > new; echo hooked > .git/hooks/pre-commit 2>/dev/null && echo wrote-a-hook; ls /proc/self/fd | tr '\n' ' '`, 30*time.Second)
+			checkResult(t, got, p.ws, []string{"checked\nchecked\n", "0 1 2 3 "}, []string{"lookalike", "wrote-a-hook"})
+			if _, err := os.Stat(filepath.Join(p.lookalike, "new")); err == nil {
+				t.Errorf("the run wrote into the lookalike %s", p.lookalike)
 			}
-			if b, err := os.ReadFile(filepath.Join(moved, "new")); err != nil || string(b) != "written\n" {
-				t.Errorf("the checked workspace, now %s, holds new = %q, %v; want what the run wrote", moved, b, err)
+			if b, err := os.ReadFile(filepath.Join(p.moved, "new")); err != nil || string(b) != "written\n" {
+				t.Errorf("the checked workspace, now %s, holds new = %q, %v; want what the run wrote", p.moved, b, err)
 			}
 		})
 	}
+	testutil.AsUnprivileged(t) // again as uid 65534, when the suite runs as root
 }
