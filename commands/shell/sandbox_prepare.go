@@ -54,10 +54,11 @@ func (s *sandbox) prepare(root *os.Root) (binds, error) {
 }
 
 // openSources opens, beneath the workspace's root, what the mounts bind from the host,
-// in their order. bwrap binds each by its descriptor (--bind-fd) and fails should what
-// the descriptor is no longer be at its path, so a link swapped in on the way after the
-// checks (the workspace's own folder or a parent's, a helper's agents/NAME) cannot
-// redirect a bind as a path would. A source that is now a link is refused.
+// in their order. bwrap binds each by its descriptor (--bind-fd: the folder's path as the
+// kernel names it now, then checked to be the descriptor's folder, or bwrap fails), so a
+// link swapped in on the way after the checks (the workspace's own folder or a parent's,
+// a helper's agents/NAME) cannot redirect a bind as a path would. A source that is now a
+// link is refused.
 func openSources(root *os.Root, mounts []mount) ([]*os.File, error) {
 	var out []*os.File
 	for _, m := range mounts {
@@ -77,7 +78,7 @@ func openSources(root *os.Root, mounts []mount) ([]*os.File, error) {
 		}
 		if err != nil {
 			closeAll(out)
-			return nil, fmt.Errorf("the workspace changed while it was prepared: %w", err)
+			return nil, fmt.Errorf("the workspace changed while it was prepared (run the command again): %w", err)
 		}
 	}
 	return out, nil
