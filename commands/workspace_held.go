@@ -134,18 +134,18 @@ func (h *held) sandbox(leader int) error {
 	if err != nil {
 		return fmt.Errorf("disk usage: cannot tell the daemon's pid namespace: %w", err)
 	}
-	ns, ok := [2]uint64{}, false
+	ns, found := [2]uint64{}, false
 	candidates := []string{strconv.Itoa(leader)}
 	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", leader, leader)); err == nil {
 		candidates = append(candidates, strings.Fields(string(kids))...)
 	}
 	for _, p := range candidates {
 		if n, err := nsOf(p); err == nil && n != self {
-			ns, ok = n, true
+			ns, found = n, true
 			break
 		}
 	}
-	if !ok {
+	if !found {
 		return nil
 	}
 	procs, err := os.ReadDir("/proc")
@@ -174,20 +174,35 @@ func nsOf(p string) ([2]uint64, error) {
 	return [2]uint64{st.Dev, st.Ino}, err
 }
 
-// process adds the files on h.dev that process p holds: through its descriptors, then its
-// mappings. A program that is gone holds nothing; one that cannot be read fails the measure.
+// process adds the files on h.dev that process p holds, thread by thread: a thread may
+// have descriptors of its own, and the first may have exited while others run on.
 func (h *held) process(p string) error {
-	dir := "/proc/" + p
+	tasks, err := os.ReadDir("/proc/" + p + "/task")
+	if err != nil {
+		return h.unread("/proc/"+p, err)
+	}
+	for _, t := range tasks {
+		if err := h.task("/proc/"+p, "/proc/"+p+"/task/"+t.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// task adds what the thread at dir of process proc holds through its descriptors, then
+// its mappings. A thread that is gone holds nothing; one that cannot be read fails the
+// measure.
+func (h *held) task(proc, dir string) error {
 	fds, err := os.ReadDir(dir + "/fd")
 	if err != nil {
-		return h.unread(p, err)
+		return h.unread(dir, err)
 	}
 	for _, fd := range fds {
 		h.file(dir + "/fd/" + fd.Name())
 	}
 	maps, err := os.ReadFile(dir + "/maps")
 	if err != nil {
-		return h.unread(p, err)
+		return h.unread(dir, err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	sc.Buffer(nil, 1<<20)
@@ -208,7 +223,9 @@ func (h *held) process(p string) error {
 		if _, ok := h.bytes[[2]uint64{h.dev, ino}]; ok {
 			continue
 		}
-		if !h.file(dir + "/map_files/" + f[0]) {
+		// Only the process has map_files, which a first thread that exited takes with it:
+		// a mapping not found there cannot be measured, as one root alone may look at.
+		if !h.file(proc + "/map_files/" + f[0]) {
 			h.mapped[[2]uint64{h.dev, ino}] = true
 		}
 	}
@@ -216,11 +233,11 @@ func (h *held) process(p string) error {
 }
 
 // file adds the regular file on h.dev that the /proc link at link leads to, and says
-// whether it could be looked at (one closed or unmapped meanwhile counts as looked at).
+// whether it could be looked at (a descriptor closed meanwhile holds nothing).
 func (h *held) file(link string) bool {
 	var st unix.Stat_t
 	if err := unix.Stat(link, &st); err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+		return false
 	}
 	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		h.bytes[[2]uint64{st.Dev, st.Ino}] = max(st.Blocks*512, MinEntryBytes)
@@ -228,11 +245,16 @@ func (h *held) file(link string) bool {
 	return true
 }
 
-// unread is the error of a measure that could not read process p's descriptors or
-// mappings; nil when p is gone, which holds nothing any more.
-func (h *held) unread(p string, err error) error {
+// unread is the error of a measure that could not read the descriptors or mappings of
+// the thread at dir; nil when it is gone or has exited (a zombie, whose files are closed).
+func (h *held) unread(dir string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 		return nil
 	}
-	return fmt.Errorf("disk usage: cannot read what program %s of the command holds open (%w), so the disk it takes cannot be counted: the command was stopped", p, err)
+	if stat, serr := os.ReadFile(dir + "/stat"); serr == nil {
+		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			return nil
+		}
+	}
+	return fmt.Errorf("disk usage: cannot read what a program of the command holds open (%s: %w), so the disk it takes cannot be counted: the command was stopped", dir, err)
 }

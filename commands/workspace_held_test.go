@@ -50,23 +50,8 @@ func startInPidNamespace(t *testing.T, ws, script string) *Programs {
 	return p
 }
 
-// asRootAndNot runs test as the daemon runs: as root, and as a daemon that is not root.
-func asRootAndNot(t *testing.T, test func(t *testing.T)) {
-	t.Run("as_root", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("not root")
-		}
-		test(t)
-	})
-	t.Run("as_unprivileged", func(t *testing.T) {
-		if !testutil.AsUnprivileged(t) {
-			test(t)
-		}
-	})
-}
-
 func TestProgramsDiskUsageCountsAFileItsProgramKeepsOpenAfterDeletingIt(t *testing.T) {
-	asRootAndNot(t, programKeepsDeletedFileOpen)
+	testutil.AsRootAndNot(t, programKeepsDeletedFileOpen)
 }
 
 func programKeepsDeletedFileOpen(t *testing.T) {
@@ -102,7 +87,7 @@ func programKeepsDeletedFileOpen(t *testing.T) {
 // A file the program maps and no longer has a descriptor of is held by the mapping alone:
 // root counts it; a daemon that is not root cannot look at it and the measure fails.
 func TestProgramsDiskUsageCountsOrFailsOnADeletedFileHeldOnlyByAMapping(t *testing.T) {
-	asRootAndNot(t, programMapsDeletedFile)
+	testutil.AsRootAndNot(t, programMapsDeletedFile)
 }
 
 func programMapsDeletedFile(t *testing.T) {
