@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,7 +19,7 @@ const held8MiB = 8 << 20
 // startInPidNamespace starts script with sh in ws, in a pid namespace of its own (and a
 // user namespace when the test is not root, as the sandbox does), counted in the
 // returned Programs, and waits for it to print "ready". The program is killed at the end.
-func startInPidNamespace(t *testing.T, ws, script string) *Programs {
+func startInPidNamespace(t testing.TB, ws, script string) *Programs {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Dir = ws
@@ -141,5 +142,40 @@ func TestProgramsDiskUsageIsTheWalkOnceItsProgramsAreGone(t *testing.T) {
 	testutil.Eventually(t, time.Minute, "the killed program's file to be freed", func() bool {
 		all, err := p.DiskUsage(ws)
 		return err == nil && all == named
+	})
+}
+
+// What a look of the disk watch costs on a 1,000-file workspace while a program in a pid
+// namespace of its own holds a file there with no name: statfs (every look), the walk
+// alone (before), and the walk with the scan of the run's programs (what a measure costs
+// now; its share of /proc's listing grows with the programs running on the machine).
+func BenchmarkDiskWatchLook(b *testing.B) {
+	ws := b.TempDir()
+	for i := range 1000 {
+		if err := os.WriteFile(fmt.Sprintf("%s/f%d", ws, i), []byte("x"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := startInPidNamespace(b, ws, `exec 3>h; rm h; head -c 1048576 /dev/zero >&3; echo ready; exec sleep 600`)
+	procs, _ := os.ReadDir("/proc")
+	b.Logf("%d entries in /proc", len(procs))
+	b.Run("statfs", func(b *testing.B) {
+		for b.Loop() {
+			FSUsed(ws)
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := DiskUsage(ws); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("walk_and_scan", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.DiskUsage(ws); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
