@@ -15,11 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Programs are the programs one command runs, as a disk watch counts them: a file its programs
+// Programs are the programs one command runs, as a disk watch counts them: a file they
 // hold open or mapped takes disk on the workspace's file system whether or not a name
 // still leads to it (`exec 3>h; rm h; cat /dev/urandom >&3`), so a measure of the run
-// (Programs.DiskUsage) counts it. The shell commands add each sandbox they start (Started),
-// found by the Programs the command's context carries (WithPrograms); nil is a run of no programs.
+// (Programs.DiskUsage) counts it. The shell commands add each sandbox they start
+// (Started) to the Programs the command's context carries (WithPrograms); nil is a run
+// of no programs.
 //
 // The run's programs are exactly those in its sandbox's pid namespace (bwrap
 // --unshare-pid): none can leave it, since entering or making another pid namespace takes
@@ -86,8 +87,12 @@ func (r *Programs) DiskUsage(ws string) (int64, error) {
 			return 0, err
 		}
 	}
+	for k := range h.bytes {
+		delete(h.mapped, k) // another program holds it open: counted
+	}
 	if len(h.mapped) > 0 {
-		return 0, fmt.Errorf("disk usage: a program of the command holds a deleted file of the workspace mapped with no descriptor, which a daemon that is not root cannot measure: " +
+		return 0, fmt.Errorf("disk usage: a program of the command holds a deleted file of the workspace mapped with no descriptor, which cannot be measured " +
+			"(only root may look through /proc/PID/map_files, and only while the program's first thread runs): " +
 			"the command was stopped; let it keep a descriptor of the files it maps, or run agentd as root")
 	}
 	// Held files are counted here, named or not, and the walk skips them: a file linked

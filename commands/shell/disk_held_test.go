@@ -43,3 +43,13 @@ func TestDiskWatchCutsASandboxedCommandWritingAFileItDeleted(t *testing.T) {
 		}
 	})
 }
+
+// The disk watch counts the programs in the sandbox's pid namespace: a program cannot make
+// another one (or enter one), where what it holds would go uncounted.
+func TestSandboxedProgramCannotLeaveItsPidNamespace(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+		out := mustRun(t, c, workspace(t), `command -v unshare nsenter >/dev/null && echo tools-here; unshare -p -f sh -c 'echo in-a-new-namespace' 2>/dev/null; nsenter -t 1 -p sh -c 'echo entered' 2>/dev/null; echo done`, time.Minute)
+		checkResult(t, out, "", []string{"tools-here", "done"}, []string{"in-a-new-namespace", "entered"})
+	})
+}
