@@ -120,7 +120,7 @@ time.sleep(600)
 	}
 	all, err := p.DiskUsage(ws)
 	if os.Geteuid() != 0 {
-		testutil.WantErr(t, err, "cannot measure")
+		testutil.WantErr(t, err, "cannot be measured")
 		return
 	}
 	if err != nil || all < named+held8MiB {
