@@ -22,8 +22,10 @@ func TestCommandWritingAFileItDeletedIsCutAtTheDiskBudget(t *testing.T) {
 			o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
 			o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
 		})
-		// 8 MiB every tenth of a second for 160 MiB, unless it is cut.
-		h.fake.Script(shellReply(`exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3; sync; sleep 0.1; i=$((i+1)); done; echo finished`))
+		// 8 MiB every tenth of a second for 160 MiB, held 15 s more (the watch measures every
+		// tenth look whatever statfs says, which others writing and freeing meanwhile blur),
+		// unless it is cut.
+		h.fake.Script(shellReply(`exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3; sync; sleep 0.1; i=$((i+1)); done; sleep 15; echo finished`))
 		listForever(h)
 		a := autoAgent(h, 10)
 		h.approve(a.ID, "execute_shell")
