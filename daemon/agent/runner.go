@@ -46,7 +46,7 @@ type runner struct {
 	thinks, summarizedAt int
 	summarizing          atomic.Bool // a summary job of this loop is running
 	// busyLeft is what the agent's own time budget leaves for the step next() chose (0:
-	// no bound); busyCut is set when that ran out mid-step and the step was cancelled.
+	// no bound); busyCut is set (under mu) when that ran out mid-step: the step is cancelled.
 	busyLeft  time.Duration
 	busyCut   atomic.Bool
 	modelTurn // whose turn the next model call is (priority.go); guarded by mu
@@ -248,6 +248,9 @@ func (r *runner) armExec(ctx context.Context, st *started) {
 	if st.q == nil && st.refused == nil {
 		st.execCtx, st.cancel = context.WithCancel(ctx)
 		r.cancelExec = st.cancel
+		if r.busyCut.Load() { // the time budget ran out before the command began
+			st.cancel()
+		}
 	}
 }
 
@@ -272,11 +275,11 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s.helpers, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
-		stopWatch := r.s.budgets.watchDisk(st.a, st.cancel)
+		watched, stopWatch := r.s.budgets.watchDisk(st.execCtx, st.a, st.cancel)
 		if st.apply {
-			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
+			o.Output, o.Err = applyPreview(watched, r.s.previews, st.a, p)
 		} else {
-			o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+			o.Output, o.Err = commands.Run(watched, cmd, env, p.Args, l.Limits)
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -197,12 +196,8 @@ func attackReplySpeak(tag, command string, args any, speak string) string {
 	if speak == "" {
 		speak = "I will run " + command
 	}
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": tag,
-			"self_criticism": "s", "plan": speak, "speak": speak},
-		"command": map[string]any{"name": command, "args": args},
-	})
-	return string(b)
+	return ollamatest.ReplyThinking(command, args, api.Thoughts{Observations: "o", Text: "t", Reasoning: tag,
+		SelfCriticism: "s", Plan: speak, Speak: speak})
 }
 
 // How a step is decided.
@@ -394,7 +389,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 			t.Fatalf("%s: proposals: %v", run.name, err)
 		}
 		p, later := findTagged(ps, run.name, tag, i)
-		a, err := r.c.Agent(ctx, id)
+		a, err := api.AgentRoute.Do(ctx, r.c, id, api.None{})
 		if err != nil {
 			t.Fatalf("%s: %v", run.name, err)
 		}
@@ -419,7 +414,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 				if s.mode == observe {
 					req.Kind, req.Feedback, how = api.DecisionFeedback, "not this one", "asked"
 				}
-				_, err := r.c.Decide(ctx, id, req)
+				_, err := api.DecideRoute.Do(ctx, r.c, id, req)
 				switch {
 				case err == nil:
 					decided, o.how = true, how
@@ -478,7 +473,7 @@ func (r *attackRig) approveHelpers(parent string) {
 	}
 	for _, h := range all {
 		if h.ParentID == parent && awaiting(&h) {
-			r.c.Decide(ctx, h.ID, api.DecideRequest{ProposalID: h.Pending.ID, Kind: api.DecisionApprove,
+			api.DecideRoute.Do(ctx, r.c, h.ID, api.DecideRequest{ProposalID: h.Pending.ID, Kind: api.DecisionApprove,
 				By: "attacker-trusting-person", Source: "integration"})
 		}
 	}

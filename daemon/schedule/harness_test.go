@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -174,7 +173,7 @@ func (h *harness) stopManager() {
 // add adds a schedule through the API.
 func (h *harness) add(req api.ScheduleRequest) *api.Schedule {
 	h.t.Helper()
-	s, err := h.c.Schedules().Add(context.Background(), req)
+	s, err := api.AddScheduleRoute.Do(context.Background(), h.c, "", req)
 	if err != nil {
 		h.t.Fatalf("add %s: %v", req.Name, err)
 	}
@@ -187,7 +186,7 @@ func (h *harness) waitHistory(ref, what string, cond func([]api.ScheduleRun) boo
 	var runs []api.ScheduleRun
 	var err error
 	if !testutil.Wait(10*time.Second, func() bool {
-		runs, err = h.c.Schedules().History(context.Background(), ref, 0)
+		runs, err = api.ScheduleHistoryRoute.Do(context.Background(), h.c, ref, api.ScheduleHistoryQuery{Limit: 0})
 		return err == nil && cond(runs)
 	}) {
 		h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)
@@ -204,13 +203,8 @@ func outcomes(runs []api.ScheduleRun) string {
 	return strings.Join(out, " ")
 }
 
-func reply(name string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "r", "self_criticism": "s", "plan": "p", "speak": "I will " + name},
-		"command":  map[string]any{"name": name, "args": args},
-	})
-	return string(b)
-}
+// reply is a schema-valid model reply proposing name(args).
+var reply = ollamatest.Reply
 
 // listForever makes the model do new work every step: write a file it has not written
 // (listing the same folder again and again is a loop the watchdog stops).
