@@ -138,3 +138,32 @@ func TestAChangeDeepInsideAnUncapturedFolderIsDeniedAndUnknown(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkWalkWithAnUncapturedFolder times a full walk (no inotify fast path) of a
+// workspace of 1,000 captured files beside a folder of 1,000 more past MaxEntries,
+// which the walk stamps; the same walk with MaxEntries high enough captures it all.
+func BenchmarkWalkWithAnUncapturedFolder(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		max  int
+	}{{"stamped", 1001}, {"captured", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			ws := b.TempDir()
+			files := map[string]string{}
+			for i := range 1000 {
+				files[fmt.Sprintf("a/f%04d", i)] = "x"
+				files[fmt.Sprintf("z/f%04d", i)] = "x"
+			}
+			writeFiles(b, ws, files)
+			s := openStore(b, Options{MaxEntries: c.max})
+			for b.Loop() {
+				s.mu.Lock()
+				s.watch.armed = false
+				s.mu.Unlock()
+				if _, err := s.Checkpoint(context.Background(), ws); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
