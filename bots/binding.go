@@ -60,10 +60,7 @@ func waitingMessage(a *api.Agent) (id, kind string) {
 	if a.Question != nil {
 		return a.Question.ProposalID, "question"
 	}
-	if a.Pending != nil {
-		return a.Pending.ID, "proposal"
-	}
-	return "", ""
+	return waitingID(a), "proposal"
 }
 
 // bindReply checks that in, a reply in a's thread, was written for what a waits on now:
@@ -163,15 +160,7 @@ func (c *check) stepShownBefore(ctx context.Context, a *api.Agent) int {
 	}
 	waiting, _ := waitingMessage(a)
 	for i := len(ps) - 1; i >= 0 && i >= len(ps)-maxStaleLookback; i-- {
-		if ps[i].ID == waiting {
-			continue
-		}
-		kind := "proposal"
-		if ps[i].Command == "ask_user" {
-			kind = "question"
-		}
-		m, err := c.r.opt.Bindings.Message(ctx, ps[i].ID, c.ep.a.Platform(), kind)
-		if err == nil && m != nil && c.ep.a.Before(m.Message, c.in.ID) {
+		if msg := c.messageOf(ctx, &ps[i]); ps[i].ID != waiting && msg != "" && c.ep.a.Before(msg, c.in.ID) {
 			return ps[i].Step
 		}
 	}
@@ -187,15 +176,23 @@ func (c *check) lastShownAfter(ctx context.Context, a *api.Agent) int {
 		return 0
 	}
 	last := ps[len(ps)-1]
-	kind := "proposal"
-	if last.Command == "ask_user" {
-		kind = "question"
-	}
-	m, err := c.r.opt.Bindings.Message(ctx, last.ID, c.ep.a.Platform(), kind)
-	if err != nil || m == nil || c.ep.a.Before(m.Message, c.in.ID) {
+	if msg := c.messageOf(ctx, &last); msg == "" || c.ep.a.Before(msg, c.in.ID) {
 		return 0
 	}
 	return max(last.Step, 1)
+}
+
+// messageOf is the message showing p (its question, for ask_user) on in's platform; ""
+// when none is recorded.
+func (c *check) messageOf(ctx context.Context, p *api.Proposal) string {
+	kind := "proposal"
+	if p.Command == "ask_user" {
+		kind = "question"
+	}
+	if m, err := c.r.opt.Bindings.Message(ctx, p.ID, c.ep.a.Platform(), kind); err == nil && m != nil {
+		return m.Message
+	}
+	return ""
 }
 
 // stepOf is the step of a's proposal id; 0 when it is not a's.

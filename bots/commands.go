@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -110,7 +110,7 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 			here[b.AgentID] = true
 		}
 	}
-	if teams := r.teams.teamService(); teams != nil {
+	if teams := r.teams.engine; teams != nil {
 		for id := range r.channelTeamRuns(ctx, platform, w.Channel) {
 			if run, err := teams.Team(ctx, id); err == nil {
 				for _, a := range run.Agents {
@@ -119,18 +119,9 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 			}
 		}
 	}
-	parent := map[string]string{}
-	for _, a := range all {
-		parent[a.ID] = a.ParentID
-	}
 	var out []api.Agent
-	for _, a := range all {
-		for id, hops := a.ID, 0; id != "" && hops <= maxHelperHops; id, hops = parent[id], hops+1 {
-			if here[id] {
-				out = append(out, a)
-				break
-			}
-		}
+	for _, a := range under(all, here) {
+		out = append(out, *a)
 	}
 	return out, nil
 }
@@ -162,11 +153,7 @@ func (r *Relay) channelAgent(ctx context.Context, ep *endpoint, w Where, u User,
 
 // channelTeamRuns are the team runs bound to threads of channel on platform.
 func (r *Relay) channelTeamRuns(ctx context.Context, platform, channel string) map[string]bool {
-	tb, ok := r.opt.Bindings.(teamBindings)
-	if !ok {
-		return nil
-	}
-	bs, err := tb.TeamBindings(ctx)
+	bs, err := r.opt.Bindings.TeamBindings(ctx)
 	if err != nil {
 		r.log.Error("bots: reading team bindings", "err", err)
 		return nil
@@ -196,13 +183,8 @@ func statusText(agents []api.Agent) string {
 	for _, a := range agents {
 		by[string(a.State)]++
 	}
-	keys := make([]string, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	parts := []string{fmt.Sprintf("%d agents", len(agents))}
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		parts = append(parts, fmt.Sprintf("%d %s", by[k], k))
 	}
 	return strings.Join(parts, ", ")

@@ -417,7 +417,7 @@ func replyHelper(ctx context.Context, c *check) bool {
 
 // teamRun reads the team run of the reply's thread.
 func teamRun(ctx context.Context, c *check) bool {
-	teams := c.r.teams.teamService()
+	teams := c.r.teams.engine
 	if teams == nil {
 		return false
 	}
@@ -541,9 +541,7 @@ func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string
 // refuse tells a person they may not do that here, and logs it.
 func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
 	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
-	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, notApproverText); err != nil {
-		r.log.Error("bots: ephemeral note", "err", err)
-	}
+	r.ephemeral(ctx, ep, w, u, notApproverText)
 }
 
 func (r *Relay) ephemeral(ctx context.Context, ep *endpoint, w Where, u User, text string) {

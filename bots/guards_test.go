@@ -74,7 +74,7 @@ func TestEachGuard(t *testing.T) {
 	team := func(w *bindingWorld, c *check) {
 		w.r.SetTeams(&fakeTeams{runs: map[string]*api.TeamRun{"t-1": {ID: "t-1", Status: api.TeamRunning, Agents: map[string]string{"writer": "a-1"}}}})
 		c.team = &TeamBinding{TeamRunID: "t-1", Platform: "slack", Channel: "C1", Thread: "T1"}
-		c.run, _ = w.r.teams.teamService().Team(context.Background(), "t-1")
+		c.run, _ = w.r.teams.engine.Team(context.Background(), "t-1")
 	}
 	tables := map[string][]guardCase{
 		"served_here": {

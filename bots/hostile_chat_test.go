@@ -24,49 +24,6 @@ type attackWorld struct {
 	teams *attackTeams
 }
 
-// attackBindings adds team bindings to memBindings.
-type attackBindings struct {
-	*memBindings
-	teams []*TeamBinding
-}
-
-func (b *attackBindings) BindTeam(_ context.Context, t TeamBinding) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.teams = append(slices.DeleteFunc(b.teams, func(o *TeamBinding) bool {
-		return o.TeamRunID == t.TeamRunID && o.Platform == t.Platform
-	}), &t)
-	return nil
-}
-func (b *attackBindings) TeamBindingByThread(_ context.Context, platform, channel, thread string) (*TeamBinding, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, t := range b.teams {
-		if t.Platform == platform && t.Channel == channel && t.Thread == thread {
-			return t, nil
-		}
-	}
-	return nil, nil
-}
-func (b *attackBindings) TeamBindings(context.Context) ([]*TeamBinding, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.teams), nil
-}
-func (b *attackBindings) TeamBindingsOf(_ context.Context, teamID string) ([]*TeamBinding, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []*TeamBinding
-	for _, t := range b.teams {
-		if t.TeamRunID == teamID {
-			c := *t
-			out = append(out, &c)
-		}
-	}
-	return out, nil
-}
-func (b *attackBindings) SetTeamSeq(context.Context, string, string, int) error { return nil }
-
 // attackSchedules serves schedules and records the ones fired.
 type attackSchedules struct {
 	mu    sync.Mutex
@@ -129,16 +86,16 @@ func newAttackWorld(t testing.TB) *attackWorld {
 		{ID: "a-3", Name: "reviewer", State: api.StateThinking, Task: "review the layoffs memo"},
 		{ID: "a-9", Name: "loner", State: api.StateThinking, Task: "private work"},
 	}}
-	binds := &attackBindings{memBindings: &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{
+	binds := &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{
 		{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"},
 		{Platform: "slack", Channel: "C2", Thread: "T2", AgentID: "a-2"},
 		{Platform: "slack", Channel: "C1", Thread: "T3", AgentID: "a-3"},
 		{Platform: "slack", Channel: "C9", Thread: "T9", AgentID: "a-9"}, // C9 was taken out of the config
-	}}, teams: []*TeamBinding{
+	}, teams: []*TeamBinding{
 		{TeamRunID: "t-c1", Platform: "slack", Channel: "C1", Thread: "TT1"},
 		{TeamRunID: "t-c2", Platform: "slack", Channel: "C2", Thread: "TT2"},
 	}}
-	w := &attackWorld{bindingWorld: &bindingWorld{ad: &fakeAdapter{}, svc: svc, binds: binds.memBindings}}
+	w := &attackWorld{bindingWorld: &bindingWorld{ad: &fakeAdapter{}, svc: svc, binds: binds}}
 	w.r = New(Options{Service: svc, Bindings: binds, ApproveN: 3, Audit: func(_ context.Context, e AuditEvent) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()

@@ -131,9 +131,7 @@ func (r *Relay) threadBindings(ctx context.Context, platform, channel, thread st
 	if b, err = r.opt.Bindings.BindingByThread(ctx, platform, channel, thread); b != nil || err != nil {
 		return b, nil, err
 	}
-	if tb, ok := r.opt.Bindings.(teamBindings); ok {
-		t, err = tb.TeamBindingByThread(ctx, platform, channel, thread)
-	}
+	t, err = r.opt.Bindings.TeamBindingByThread(ctx, platform, channel, thread)
 	return nil, t, err
 }
 

@@ -25,10 +25,7 @@ func (r *Relay) ThreadMoved(ctx context.Context, platform, channel, from, to str
 		r.log.Info("bots: a run's thread continues in a new one", "platform", platform, "agent", b.AgentID, "from", from, "to", to)
 		return true, nil
 	}
-	tb, ok := r.opt.Bindings.(teamBindings)
-	if !ok {
-		return false, nil
-	}
+	tb := r.opt.Bindings
 	t, err := tb.TeamBindingByThread(ctx, platform, channel, from)
 	if err != nil || t == nil {
 		return false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +108,7 @@ type memBindings struct {
 	order map[string][]string
 	// answered are the questions answered, as the store marks their rows.
 	answered map[*ChatMessage]bool
+	teams    []*TeamBinding
 }
 
 func (m *memBindings) Answer(_ context.Context, platform, channel, message string) (bool, error) {
@@ -332,3 +334,40 @@ func threadRelay(ctx context.Context, svc Service) (*Relay, *fakeAdapter) {
 	r.posts.loadBindings(ctx)
 	return r, ad
 }
+
+func (b *memBindings) BindTeam(_ context.Context, t TeamBinding) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.teams = append(slices.DeleteFunc(b.teams, func(o *TeamBinding) bool {
+		return o.TeamRunID == t.TeamRunID && o.Platform == t.Platform
+	}), &t)
+	return nil
+}
+func (b *memBindings) TeamBindingByThread(_ context.Context, platform, channel, thread string) (*TeamBinding, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.teams {
+		if t.Platform == platform && t.Channel == channel && t.Thread == thread {
+			return t, nil
+		}
+	}
+	return nil, nil
+}
+func (b *memBindings) TeamBindings(context.Context) ([]*TeamBinding, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.teams), nil
+}
+func (b *memBindings) TeamBindingsOf(_ context.Context, teamID string) ([]*TeamBinding, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*TeamBinding
+	for _, t := range b.teams {
+		if t.TeamRunID == teamID {
+			c := *t
+			out = append(out, &c)
+		}
+	}
+	return out, nil
+}
+func (b *memBindings) SetTeamSeq(context.Context, string, string, int) error { return nil }

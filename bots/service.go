@@ -45,4 +45,11 @@ type Bindings interface {
 	// channel and reports whether this is it: a later answer reports false for as long
 	// as the question is kept, also after a restart.
 	Answer(ctx context.Context, platform, channel, message string) (bool, error)
+	// The threads of team runs started from chat, one per team run and platform.
+	BindTeam(ctx context.Context, b TeamBinding) error
+	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*TeamBinding, error)
+	TeamBindings(ctx context.Context) ([]*TeamBinding, error)
+	// TeamBindingsOf is a team run's threads, running or ended.
+	TeamBindingsOf(ctx context.Context, teamID string) ([]*TeamBinding, error)
+	SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error
 }

@@ -39,22 +39,11 @@ type Teams interface {
 	StopTeamBy(ctx context.Context, ref, by string) (*api.TeamRun, error)
 }
 
-// teamBindings stores team runs' threads; the daemon's store (daemon/server/chatstore) has it. A relay whose Bindings
-// lack it cannot bind team runs, and says so.
-type teamBindings interface {
-	BindTeam(ctx context.Context, b TeamBinding) error
-	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*TeamBinding, error)
-	TeamBindings(ctx context.Context) ([]*TeamBinding, error)
-	// TeamBindingsOf is a team run's threads, running or ended.
-	TeamBindingsOf(ctx context.Context, teamID string) ([]*TeamBinding, error)
-	SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error
-}
-
 // teamRole is a role agent's team run and role.
 type teamRole struct{ team, role string }
 
 // SetTeams lets /agent team start team runs and the relay follow them. Call it before Run.
-func (r *Relay) SetTeams(t Teams) { r.teams.setTeams(t) }
+func (r *Relay) SetTeams(t Teams) { r.teams.engine = t }
 
 const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory); /agent team stop ID stops a team run; /agent team alone lists the workflows"
 
@@ -64,9 +53,8 @@ const teamStopVerb = "stop"
 
 // teamCommand is /agent team [FILE TASK | stop ID].
 func (d *teamDesk) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
-	teams := d.teamService()
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	if teams == nil || !ok {
+	teams, tb := d.engine, d.r.opt.Bindings
+	if teams == nil {
 		return "Team runs are not available in this agentd."
 	}
 	file, task, _ := strings.Cut(strings.TrimSpace(text), " ")
@@ -127,7 +115,7 @@ func (d *teamDesk) teamStop(ctx context.Context, ep *endpoint, w Where, u User, 
 	}
 	// Only a running run bound to this channel: one running elsewhere is answered as if
 	// it did not exist. (An ended one is left to the engine, which says it has ended.)
-	teams := d.teamService()
+	teams := d.engine
 	run, err := teams.Team(ctx, id)
 	if err != nil || run.Status == api.TeamRunning && !d.r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
 		return fmt.Sprintf("Could not stop the team run: there is no team run %q in this channel; /agent status lists the ones running here.", cut(id, 80))
@@ -156,11 +144,10 @@ func stoppedBy(m *Message, t api.TeamTurn, text, platform string) {
 // loadTeams reads the running team runs' threads, learns their role agents, posts what
 // those wait for, and follows each run from the last entry posted.
 func (d *teamDesk) loadTeams(ctx context.Context) {
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	if !ok || d.teamService() == nil {
+	if d.engine == nil {
 		return
 	}
-	bs, err := tb.TeamBindings(ctx)
+	bs, err := d.r.opt.Bindings.TeamBindings(ctx)
 	if err != nil {
 		d.r.log.Error("bots: reading team bindings", "err", err)
 		return
@@ -188,11 +175,7 @@ var teamForgetAfter = time.Minute
 
 // threadsOf reads team run teamID's threads from the store, running or ended.
 func (d *teamDesk) threadsOf(ctx context.Context, teamID string) []*TeamBinding {
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	if !ok {
-		return nil
-	}
-	bs, err := tb.TeamBindingsOf(ctx, teamID)
+	bs, err := d.r.opt.Bindings.TeamBindingsOf(ctx, teamID)
 	if err != nil {
 		d.r.log.Error("bots: reading a team run's threads", "team", teamID, "err", err)
 	}
@@ -202,7 +185,7 @@ func (d *teamDesk) threadsOf(ctx context.Context, teamID string) []*TeamBinding 
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
 // returns their ids.
 func (d *teamDesk) learnTeamAgents(ctx context.Context, teamID string) []string {
-	teams := d.teamService()
+	teams := d.engine
 	if teams == nil {
 		return nil
 	}
@@ -293,7 +276,6 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 	if strings.HasSuffix(text, "…") && utf8.RuneCountInString(text) >= 1000 {
 		text = d.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
 	}
-	tb, _ := d.r.opt.Bindings.(teamBindings)
 	eps := d.r.eps.all()
 	for _, b := range d.threadsOf(ctx, te.TeamID) {
 		ep, ok := eps[b.Platform]
@@ -309,7 +291,7 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 		}
 		seq := t.Seq
 		d.r.posts.post(tg, "recording a team turn posted", func(ctx context.Context) error {
-			if err := tb.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
+			if err := d.r.opt.Bindings.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
 				d.r.log.Error("bots: recording a team turn posted", "team", te.TeamID, "err", err)
 			}
 			return nil
@@ -319,7 +301,7 @@ func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 
 // fullTurnText reads a transcript entry whole from the run, or keeps short.
 func (d *teamDesk) fullTurnText(ctx context.Context, teamID string, seq int, short string) string {
-	teams := d.teamService()
+	teams := d.engine
 	if teams == nil {
 		return short
 	}
@@ -401,34 +383,10 @@ func (d *teamDesk) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agen
 	return agents
 }
 
-// teamAgentFor is the role agent of a team thread whose proposal or question id is, for
-// platforms whose buttons name the proposal alone.
-func (d *teamDesk) teamAgentFor(ctx context.Context, platform string, w Where, proposalID string) string {
-	tb, ok := d.r.opt.Bindings.(teamBindings)
-	teams := d.teamService()
-	if !ok || teams == nil || w.Thread == "" {
-		return ""
-	}
-	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
-	if err != nil || b == nil {
-		return ""
-	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		return ""
-	}
-	for _, id := range run.Agents {
-		if a, err := d.r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == proposalID {
-			return a.ID
-		}
-	}
-	return run.Waiting
-}
-
 // runningTeamsText is the line /agent status in w adds for the running team runs bound to
 // its channel ("" for none).
 func (d *teamDesk) runningTeamsText(ctx context.Context, platform string, w Where) string {
-	teams := d.teamService()
+	teams := d.engine
 	if teams == nil {
 		return ""
 	}

@@ -43,7 +43,7 @@ type unusedTeams = Teams
 func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	binds := &attackBindings{memBindings: &memBindings{msgs: map[string]*ChatMessage{}}}
+	binds := &memBindings{msgs: map[string]*ChatMessage{}}
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})

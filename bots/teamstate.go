@@ -10,35 +10,23 @@ import (
 
 // teamDesk is the relay's part for team runs in chat (teams.go): their commands, their
 // followers, and which team run each role agent is in. A team run's threads are read from
-// the store (teamBindings), kept there after the run ends.
+// the store (Bindings), kept there after the run ends.
 //
 // Locking rule: mu guards every field declared after it; each method takes it itself and
 // calls nothing under it. followWG is Added under mu, with runCtx checked.
 type teamDesk struct {
-	r *Relay
+	r      *Relay
+	engine Teams // for /agent team; nil without; set before Run (SetTeams)
 
 	mu        sync.Mutex
 	roles     map[string]teamRole // role agent → its team run and role
 	following map[string]bool     // team runs whose events are followed
-	engine    Teams               // for /agent team; nil without
 	runCtx    context.Context     // Run's, for the team followers
 	followWG  sync.WaitGroup      // the team followers
 }
 
 func newTeamDesk(r *Relay) *teamDesk {
 	return &teamDesk{r: r, roles: map[string]teamRole{}, following: map[string]bool{}}
-}
-
-func (s *teamDesk) setTeams(t Teams) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.engine = t
-}
-
-func (s *teamDesk) teamService() Teams {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.engine
 }
 
 func (s *teamDesk) setRunCtx(ctx context.Context) {

@@ -2,6 +2,7 @@ package bots
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -42,12 +43,13 @@ func (c *check) clickAgent(ctx context.Context, platform string, w Where, ref Re
 				return "", elsewhere, true
 			}
 			return id, "", false
-		case ref.AgentID == b.AgentID || c.isHelperOf(ctx, ref.AgentID, b.AgentID):
+		case ref.AgentID == b.AgentID || slices.Contains(agentIDs(c.helpersOf(ctx, b.AgentID)), ref.AgentID):
 			return ref.AgentID, "", false
 		}
 		return "", elsewhere, true
 	}
-	roles, ok := c.teamAgents(ctx, platform, w)
+	run, ok := c.teamRunOf(ctx, platform, w)
+	roles := slices.Collect(maps.Values(run.Agents))
 	switch {
 	case !ok:
 		return "", "This proposal's agent is gone.", ref.AgentID != ""
@@ -55,7 +57,12 @@ func (c *check) clickAgent(ctx context.Context, platform string, w Where, ref Re
 		if !c.threadsProposal(ctx, roles, ref.ProposalID) {
 			return "", elsewhere, true
 		}
-		return c.r.teams.teamAgentFor(ctx, platform, w, ref.ProposalID), "", false
+		for _, id := range roles {
+			if a, err := c.r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == ref.ProposalID {
+				return a.ID, "", false
+			}
+		}
+		return run.Waiting, "", false
 	case slices.Contains(roles, ref.AgentID):
 		return ref.AgentID, "", false
 	}
@@ -81,21 +88,6 @@ func (c *check) waiterIn(ctx context.Context, bound, proposalID string) (string,
 	return bound, false
 }
 
-// isHelperOf reports whether agent id is a helper of parent, at any depth.
-func (c *check) isHelperOf(ctx context.Context, id, parent string) bool {
-	for range maxHelperHops {
-		a, err := c.r.opt.Service.Agent(ctx, id)
-		if err != nil || a.ParentID == "" {
-			return false
-		}
-		if a.ParentID == parent {
-			return true
-		}
-		id = a.ParentID
-	}
-	return false
-}
-
 // threadsProposal reports whether proposal id was made by one of agents (a thread's),
 // for a button that names the proposal alone: one naming another thread's proposal is
 // refused and audited like one naming another agent.
@@ -116,26 +108,21 @@ func agentIDs(as []*api.Agent) []string {
 	return ids
 }
 
-// teamAgents returns the role agents of the team run bound to w's thread; ok is false
-// when the thread is bound to no team run.
-func (c *check) teamAgents(ctx context.Context, platform string, w Where) (ids []string, ok bool) {
-	tb, isTeams := c.r.opt.Bindings.(teamBindings)
-	teams := c.r.teams.teamService()
-	if !isTeams || teams == nil {
-		return nil, false
+// teamRunOf returns the team run bound to w's thread (one with no agents when it cannot
+// be read); ok is false when the thread is bound to no team run.
+func (c *check) teamRunOf(ctx context.Context, platform string, w Where) (*api.TeamRun, bool) {
+	teams := c.r.teams.engine
+	if teams == nil {
+		return &api.TeamRun{}, false
 	}
-	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
+	b, err := c.r.opt.Bindings.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
 	if err != nil || b == nil {
-		return nil, false
+		return &api.TeamRun{}, false
 	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		return nil, true
+	if run, err := teams.Team(ctx, b.TeamRunID); err == nil {
+		return run, true
 	}
-	for _, id := range run.Agents {
-		ids = append(ids, id)
-	}
-	return ids, true
+	return &api.TeamRun{}, true
 }
 
 // waitingID is the proposal a's person is waiting on: its question's or its pending one's.
@@ -156,16 +143,20 @@ func (c *check) helpersOf(ctx context.Context, agentID string) []*api.Agent {
 		c.r.log.Error("bots: listing agents for a reply", "err", err)
 		return nil
 	}
+	return slices.DeleteFunc(under(all, map[string]bool{agentID: true}), func(a *api.Agent) bool { return a.ID == agentID })
+}
+
+// under lists the agents of all that are in roots or helpers of one of them, at any depth.
+func under(all []api.Agent, roots map[string]bool) []*api.Agent {
 	parent := map[string]string{}
 	for _, a := range all {
 		parent[a.ID] = a.ParentID
 	}
 	var out []*api.Agent
 	for i := range all {
-		a := &all[i]
-		for id, hops := a.ParentID, 0; id != "" && hops < maxHelperHops; id, hops = parent[id], hops+1 {
-			if id == agentID {
-				out = append(out, a)
+		for id, hops := all[i].ID, 0; id != "" && hops <= maxHelperHops; id, hops = parent[id], hops+1 {
+			if roots[id] {
+				out = append(out, &all[i])
 				break
 			}
 		}

@@ -47,7 +47,13 @@ func findGit() boundGit {
 
 // script is the script's text for a run that may (write) or may not write the workspace.
 func (g boundGit) script(write bool) []byte {
-	return []byte("#!/bin/sh\nreal=" + realGitAt + " write=" + strconv.FormatBool(write) + "\n" + gitBoundScript)
+	return []byte("#!/bin/sh\nreal=" + realGitAt + " write=" + strconv.FormatBool(write) + "\n" +
+		allowedKeys(boundedGitKeys) + gitBoundScript)
+}
+
+// allowedKeys is the script's function allowed KEY: whether KEY matches one of patterns.
+func allowedKeys(patterns []string) string {
+	return "allowed() {\n\tcase $1 in " + strings.Join(patterns, " | ") + ") ;; *) return 1 ;; esac\n}\n"
 }
 
 // files are the pipes bwrap reads the script from, one per path it is bound over, in

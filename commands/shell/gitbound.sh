@@ -2,20 +2,25 @@
 # (real, above) so that git runs no program the repository's config names. A pattern
 # approved this command, not a person.
 #
-# The drivers .gitattributes selects by a name of the repository's choosing (filter.NAME.
-# clean/smudge/process, diff.NAME.textconv/command, merge.NAME.driver) and the archive
-# formats git archive --format picks (tar.NAME.command) cannot be set off by a fixed list:
-# this asks the real git which the config it will read defines (includes, worktree config
-# and a nested repository's own alike) and gives git, in its command-line scope that no
-# repository overrides, a value for each that runs none of them. The keys that are one for
-# every repository (core.fsmonitor, core.hooksPath, ...) are set already, in the
-# environment. A manual page is refused: its viewers are a list (man.viewer) the
-# repository's entries head, which no later setting takes back. No alias runs: a
-# subcommand that is not git's own is refused, and every alias.NAME the config defines is
-# set empty (git then says it is no command), for the ones git starts itself (a merge
-# strategy NAME is git merge-NAME). In a +write run, rebase, am, cherry-pick and revert
-# refuse a repository stopped in one of them: its state files (a rebase's todo list) name
-# commands --continue runs.
+# It asks the real git which keys the config it will read sets (local, worktree config,
+# and a nested repository's own alike) and takes the repository only when each is one of
+# an allow list that names no program (allowed, above: boundedGitKeys); an include is
+# none. So no list of the keys that do name one is needed, and a newer git's is refused.
+# As a second wall, the drivers .gitattributes selects by a name of the repository's
+# choosing (filter.NAME.clean/smudge/process, diff.NAME.textconv/command,
+# merge.NAME.driver), the archive formats git archive --format picks (tar.NAME.command)
+# and aliases are given, in git's command-line scope that no repository overrides, a
+# value that runs none of them; the keys that are one for every repository
+# (core.fsmonitor, core.hooksPath, ...) are set already, in the environment. A manual
+# page is refused: its viewers are a list (man.viewer) the repository's entries head,
+# which no later setting takes back. A subcommand that is not git's own (an alias) is
+# refused, and so are the ones whose work is to run a tool the config names (difftool...).
+# Rebase, am, cherry-pick and revert refuse a repository stopped in one of them, in every
+# run: its state files (a rebase's todo list) name commands --continue runs.
+#
+# git reads the config again after this checked it. No process of a run can write the
+# config of a repository the sandbox protects (read-only binds); one it does not (deeper,
+# in /tmp) the other side of a pipe can change in between, within the same sandbox.
 refuse_help() {
 	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
 	exit 128
@@ -94,7 +99,11 @@ if tool "$@"; then
 	exit 128
 fi
 
-keys=$(here 4 config --name-only --get-regexp '^((filter|diff|merge|trailer)\..*\.(clean|smudge|process|required|textconv|command|driver|cmd)|tar\..*\.command|diff\.external|alias\..*|submodule\..*\.update)$' "$@")
+# The repository's config (local, worktree) is taken only when each key it sets is one of
+# boundedGitKeys (allowed, above), which name no program: no list of the keys that do is
+# needed, and a newer git's new one is refused. Those that do are neutralised still, a
+# second wall should the list ever take one.
+keys=$(here 4 config --list --name-only --show-scope "$@")
 case $? in
 0 | 1) ;; # 1: none
 *)
@@ -108,7 +117,13 @@ set_key() {
 	export "GIT_CONFIG_KEY_$n=$1" "GIT_CONFIG_VALUE_$n=$2"
 	n=$((n + 1))
 }
-while IFS= read -r key; do
+while IFS= read -r line; do
+	scope=${line%%	*} key=${line#*	}
+	case $scope in "" | command) continue ;; esac # agentd's own (the command line's are refused)
+	if ! allowed "$key"; then
+		echo "agentd: refused: this repository's config ($scope) sets $key, which a bounded git does not take: it takes only keys that name no program (those git init, clone, remote and branch write, user.name, user.email). Remove it with git config --unset-all \"$key\" outside the agent, or approve the command yourself (y)." >&2
+		exit 128
+	fi
 	case $key in
 	filter.*) # no filter: the content as it is
 		set_key "${key%.*}.clean" ""
@@ -149,8 +164,9 @@ sequencer() {
 	shift "$k"
 	case ${1-} in rebase | am | cherry-pick | revert) ;; *) return 1 ;; esac
 }
-# A +write run's sequencer commands refuse a repository stopped in one of them.
-if [ "$write" = true ] && sequencer "$@" && state=$(here 8 rev-parse --path-format=absolute --git-path rebase-merge --git-path rebase-apply --git-path sequencer "$@" 2>/dev/null); then
+# A sequencer command refuses a repository stopped in one of them, read-only or not: a
+# copy of the repository where the run may write (/tmp) goes on as well.
+if sequencer "$@" && state=$(here 8 rev-parse --path-format=absolute --git-path rebase-merge --git-path rebase-apply --git-path sequencer "$@" 2>/dev/null); then
 	while IFS= read -r p; do
 		if [ -e "$p" ]; then
 			echo "agentd: refused: this repository is stopped in a rebase, am, cherry-pick or revert ($p), whose files name commands git would run (a rebase's exec lines). Approve the command yourself (y), or ask a person to run git rebase --abort (or am/cherry-pick/revert --abort)." >&2

@@ -60,9 +60,10 @@ func drivenRepo(t *testing.T, ws, dir, attrs, cfg, text string) string {
 // programs a repository's config names — the drivers its .gitattributes selects (clean and
 // smudge filters, textconv, external diff and merge drivers), git archive's formats, its
 // fsmonitor and hooks — wherever that config sits (a repository deeper than the sandbox
-// protects, a file the config includes), in a read-only run or a +write one; it works on
-// the content as it is. A person's own approval (the zero Profile) runs them, which shows
-// each case could fail.
+// protects, a file the config includes), in a read-only run or a +write one: the allow
+// list refuses the repository, naming the key; and with every key allowed, the second
+// wall alone keeps each from running and git works on the content as it is. A person's
+// own approval (the zero Profile) runs them, which shows each case could fail.
 func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	tests := []struct {
@@ -71,40 +72,44 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 		cfg, text  string
 		write      bool
 		line       string
-		want       string // in the bounded run's output: git did its work
+		want       string // in the second wall's output: git did its work
+		key        string // the first key the allow list refuses
 	}{
 		{"status_clean_filter", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n",
-			false, "cd proj && git status --short", " M a.txt"},
+			false, "cd proj && git status --short", " M a.txt", "filter.x.clean"},
 		{"status_clean_filter_three_deep", "a/b/c/proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n",
-			false, "cd a/b/c/proj && git status --short", " M a.txt"},
+			false, "cd a/b/c/proj && git status --short", " M a.txt", "filter.x.clean"},
 		{"status_clean_filter_odd_name", "proj", "filter=A.b=c", ".git/config", "[filter \"A.b=c\"]\n\tclean = " + planted + "\n",
-			false, "cd proj && git status --short", " M a.txt"},
+			false, "cd proj && git status --short", " M a.txt", "filter.A.b=c.clean"},
 		{"status_filter_process_included", "proj", "filter=x", ".git/config", "[include]\n\tpath = ../../drivers.cfg\n",
-			false, "cd proj && git status --short", " M a.txt"},
+			false, "cd proj && git status --short", " M a.txt", "include.path"},
 		{"add_clean_filter_write", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = " + planted + "\n\trequired = true\n",
-			true, "cd proj && echo hellO > a.txt && git add a.txt && git diff --cached --stat", "a.txt"},
+			true, "cd proj && echo hellO > a.txt && git add a.txt && git diff --cached --stat", "a.txt", "filter.x.clean"},
 		{"checkout_smudge_filter_write", "proj", "filter=x", ".git/config", "[filter \"x\"]\n\tsmudge = " + planted + "\n",
-			true, "cd proj && rm a.txt && git checkout -- a.txt && cat a.txt", "hello"},
+			true, "cd proj && rm a.txt && git checkout -- a.txt && cat a.txt", "hello", "filter.x.smudge"},
 		{"show_textconv", "proj", "diff=x", ".git/config", "[diff \"x\"]\n\ttextconv = " + planted + "\n",
-			false, "cd proj && git show HEAD -- a.txt", "+hello"},
+			false, "cd proj && git show HEAD -- a.txt", "+hello", "diff.x.textconv"},
 		{"diff_external_driver", "proj", "diff=x", ".git/config", "[diff \"x\"]\n\tcommand = " + planted + "\n",
-			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
+			true, "cd proj && echo hellO > a.txt && git diff", "no external diff", "diff.x.command"},
 		{"diff_external", "proj", "text", ".git/config", "[diff]\n\texternal = " + planted + "\n",
-			true, "cd proj && echo hellO > a.txt && git diff", "no external diff"},
+			true, "cd proj && echo hellO > a.txt && git diff", "no external diff", "diff.external"},
 		{"status_fsmonitor", "proj", "text", ".git/config", "[core]\n\tfsmonitor = " + planted + "\n",
-			false, "cd proj && git status --short", " M a.txt"},
+			false, "cd proj && git status --short", " M a.txt", "core.fsmonitor"},
 		{"commit_hook_write", "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[core]\n\thooksPath = ../hooks\n",
-			true, "cd proj && git commit -qam b && git log --oneline | wc -l", "3"},
+			true, "cd proj && git commit -qam b && git log --oneline | wc -l", "3", "core.hookspath"},
 		{"archive_tar_command", "proj", "text", ".git/config", "[tar \"x\"]\n\tcommand = " + planted + "\n",
-			false, "cd proj && git archive --format=x HEAD >/dev/null", "no tar.NAME.command"},
+			false, "cd proj && git archive --format=x HEAD >/dev/null", "no tar.NAME.command", "tar.x.command"},
 		{"merge_driver_write", "proj", "merge=x", ".git/config", "[user]\n\tname = a\n\temail = a@b\n[merge \"x\"]\n\tdriver = " + planted + "\n",
-			true, "cd proj && git merge -q other 2>&1; git status --short", "UU a.txt"},
+			true, "cd proj && git merge -q other 2>&1; git status --short", "UU a.txt", "merge.x.driver"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prof := commands.Profile{Bounded: true, Write: tt.write}
-			var outs [2]string
-			for i, p := range []commands.Profile{{}, prof} {
+			var outs [3]string
+			for i, p := range []commands.Profile{{}, prof, prof} {
+				if i == 2 {
+					allowEveryKey(t)
+				}
 				ws := workspace(t)
 				proj := drivenRepo(t, ws, tt.dir, tt.attrs, tt.cfg, tt.text)
 				os.WriteFile(filepath.Join(ws, "drivers.cfg"), []byte("[filter \"x\"]\n\tprocess = "+strings.ReplaceAll(planted, "$AGENTD_WS", ws)+"\n"), 0o644)
@@ -127,22 +132,26 @@ func TestBoundedGitRunsNoDriverTheRepositoryNames(t *testing.T) {
 				switch {
 				case i == 0 && !strings.Contains(out, "AGENT-CODE-RAN"):
 					t.Logf("control: a person's run did not run the driver either:\n%s", out)
-				case i == 1 && (strings.Contains(out, "AGENT-CODE-RAN") || wrote == nil):
-					t.Fatalf("the bounded run ran the repository's driver (planted.txt written: %v):\n%s %v", wrote == nil, out, err)
-				case i == 1 && !strings.Contains(out, tt.want):
-					t.Fatalf("the bounded run's git did not do its work, want %q in:\n%s %v", tt.want, out, err)
+				case i > 0 && (strings.Contains(out, "AGENT-CODE-RAN") || wrote == nil):
+					t.Fatalf("the bounded run ran the repository's driver (planted.txt written: %v, every key allowed: %v):\n%s %v", wrote == nil, i == 2, out, err)
+				case i == 1 && !strings.Contains(out, "config (local) sets "+tt.key+", which a bounded git does not take"):
+					t.Fatalf("the allow list did not refuse the repository for %s:\n%s %v", tt.key, out, err)
+				case i == 2 && !strings.Contains(out, tt.want):
+					t.Fatalf("with every key allowed, the bounded run's git did not do its work, want %q in:\n%s %v", tt.want, out, err)
 				}
 			}
-			t.Logf("person:\n%s\nbounded:\n%s", outs[0], outs[1])
+			t.Logf("person:\n%s\nbounded:\n%s\nsecond wall:\n%s", outs[0], outs[1], outs[2])
 		})
 	}
 }
 
 // TestBoundedGitRefusals: a bounded git refuses, naming the fix, what it cannot keep from
 // running a program: settings on its own command line (which outrank agentd's), a manual
-// page (whose viewer the repository's man.viewer names first), and in a +write run a
-// repository whose config names a trailer command. A read-only run of the
-// same repository works, and a plain `git diff` works (no external diff is set).
+// page (whose viewer the repository's man.viewer names first), a tool's subcommand, and a
+// repository whose config names a trailer command or a submodule's update command. With
+// every key allowed (everyKey: the second wall alone), a +write run still refuses the
+// trailer command and a read-only run works; a plain `git diff` works (no external diff is
+// set).
 func TestBoundedGitRefusals(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
@@ -150,27 +159,36 @@ func TestBoundedGitRefusals(t *testing.T) {
 		"[man]\n\tviewer = x\n[man \"x\"]\n\tcmd = "+planted+"\n"+
 		"[diff]\n\ttool = x\n[difftool \"x\"]\n\tcmd = "+planted+"\n")
 	drivenRepo(t, ws, "sub", "text", ".git/config", "[submodule \"m\"]\n\tupdate = !"+planted+"\n")
-	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	plain := drivenRepo(t, ws, "plain", "text", ".git/config", "")
+	for _, p := range []string{proj, plain} {
+		os.WriteFile(filepath.Join(p, "a.txt"), []byte("hellO\n"), 0o644)
+	}
 	tests := []struct {
-		name  string
-		write bool
-		line  string
-		want  string
+		name     string
+		write    bool
+		line     string
+		want     string
+		everyKey bool
 	}{
-		{"command_line_setting", false, "cd proj && git -c core.fsmonitor=true status", "takes no -c"},
-		{"config_env_setting", false, "cd proj && git --config-env=core.pager=HOME status", "takes no --config-env"},
-		{"manual_page", false, "cd proj && git status --help", "shows no manual page"},
-		{"manual_page_global_option", false, "cd proj && git --help status", "shows no manual page"},
-		{"help_command", false, "cd proj && git help status", "shows no manual page"},
-		{"trailer_command_write", true, "cd proj && git status --short", "refused: this repository's config sets trailer.x.cmd"},
-		{"trailer_command_read_only", false, "cd proj && git status --short", " M a.txt"},
-		{"plain_diff", false, "cd proj && git diff", "+hellO"},
-		{"difftool", false, "cd proj && git difftool -y", "runs no difftool"},
-		{"web_browse", false, "cd proj && git web--browse http://x", "runs no difftool, mergetool, browser"},
-		{"submodule_update_command", true, "cd sub && git submodule update", "refused: this repository's config sets submodule.m.update"},
+		{"command_line_setting", false, "cd proj && git -c core.fsmonitor=true status", "takes no -c", false},
+		{"config_env_setting", false, "cd proj && git --config-env=core.pager=HOME status", "takes no --config-env", false},
+		{"manual_page", false, "cd proj && git status --help", "shows no manual page", false},
+		{"manual_page_global_option", false, "cd proj && git --help status", "shows no manual page", false},
+		{"help_command", false, "cd proj && git help status", "shows no manual page", false},
+		{"trailer_command", false, "cd proj && git status --short", "config (local) sets trailer.x.cmd, which a bounded git does not take", false},
+		{"trailer_command_write_second_wall", true, "cd proj && git status --short", "refused: this repository's config sets trailer.x.cmd", true},
+		{"trailer_command_read_only_second_wall", false, "cd proj && git status --short", " M a.txt", true},
+		{"plain_diff", false, "cd plain && git diff", "+hellO", false},
+		{"difftool", false, "cd proj && git difftool -y", "runs no difftool", false},
+		{"web_browse", false, "cd proj && git web--browse http://x", "runs no difftool, mergetool, browser", false},
+		{"submodule_update_command", true, "cd sub && git submodule update", "config (local) sets submodule.m.update", false},
+		{"submodule_update_command_second_wall", true, "cd sub && git submodule update", "refused: this repository's config sets submodule.m.update", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.everyKey {
+				allowEveryKey(t)
+			}
 			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: tt.write}, tt.line)
 			if !strings.Contains(out, tt.want) || strings.Contains(out, "AGENT-CODE-RAN") {
 				t.Fatalf("want %q in:\n%s %v", tt.want, out, err)
@@ -199,9 +217,11 @@ func forkedRepo(t *testing.T, ws, dir, text string) string {
 // or +write: not one the agent names (refused: it is none of git's own commands), and not
 // one git starts itself — a merge strategy NAME is `git merge-NAME`, which
 // cherry-pick --strategy, revert -s and rebase -s start — since every alias.NAME the config
-// defines is set empty (git revert --strategy likewise). A person's own approval runs the alias, which shows each case could
-// fail.
+// defines is set empty (git revert --strategy likewise), even with every key allowed (the
+// allow list, which takes no alias, set aside). A person's own approval runs the alias,
+// which shows each case could fail.
 func TestBoundedGitRunsNoAlias(t *testing.T) {
+	allowEveryKey(t)
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	tests := []struct {
 		name string
@@ -237,11 +257,13 @@ func TestBoundedGitRunsNoAlias(t *testing.T) {
 	}
 }
 
-// TestBoundedGitRefusesAStoppedRebase: a +write bounded git rebase refuses a repository
-// stopped in an interactive rebase (which the agent can write like any workspace file), whose todo
-// list's exec line git rebase --continue would run, and names the fix; it does not run
-// the line. A repository in no such state still rebases.
-func TestBoundedGitRefusesAStoppedRebase(t *testing.T) {
+// TestBoundedGitRefusesAStoppedRebaseInEveryProfile: a bounded git rebase refuses a
+// repository stopped in an interactive rebase (which the agent can write like any
+// workspace file), whose todo list's exec line git rebase --continue would run, and names
+// the fix; it does not run the line — in a +write run, and in a read-only one too, where
+// a copy of the repository in /tmp would go on. A repository in no such state still
+// rebases.
+func TestBoundedGitRefusesAStoppedRebaseInEveryProfile(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
 	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
@@ -256,13 +278,21 @@ func TestBoundedGitRefusesAStoppedRebase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(proj, ".git", "rebase-merge", "git-rebase-todo")); err != nil {
 		t.Fatalf("no stopped rebase: %v\n%s", err, out)
 	}
-	for _, line := range []string{"cd proj && git rebase --continue", "git -C proj --no-pager rebase --skip"} {
-		got, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, line)
+	for _, tt := range []struct {
+		write bool
+		line  string
+	}{
+		{true, "cd proj && git rebase --continue"},
+		{true, "git -C proj --no-pager rebase --skip"},
+		{false, "cd proj && git rebase --continue"},
+		{false, "cp -r proj /tmp/p && cd /tmp/p && git rebase --continue"},
+	} {
+		got, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: tt.write}, tt.line)
 		_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
 		if strings.Contains(got, "AGENT-CODE-RAN") || wrote == nil {
-			t.Fatalf("%s: the bounded run ran the exec line of the repository's rebase todo (planted.txt written: %v):\n%s %v", line, wrote == nil, got, err)
+			t.Fatalf("%s (+write %v): the bounded run ran the exec line of the repository's rebase todo (planted.txt written: %v):\n%s %v", tt.line, tt.write, wrote == nil, got, err)
 		}
-		testutil.CheckContains(t, line, got, []string{"stopped in a rebase", "git rebase --abort"}, nil)
+		testutil.CheckContains(t, tt.line, got, []string{"stopped in a rebase", "git rebase --abort"}, nil)
 	}
 	if out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, "cd clean && git rebase -q other && git log --oneline | wc -l"); err != nil || !strings.Contains(out, "4") {
 		t.Fatalf("a bounded +write git rebase with no stopped state did not rebase:\n%s %v", out, err)

@@ -13,8 +13,10 @@ import (
 // schedule's check with the network), git runs no program a repository's config names
 // for a transport, though the repository allows the file protocol itself
 // (protocol.file.allow overrides protocol.allow) or names an ext:: URL: GIT_ALLOW_PROTOCOL
-// and the command-scope protocol.NAME.allow keep every transport but https off.
+// and the command-scope protocol.NAME.allow keep every transport but https off — with every
+// key allowed, so these walls alone, not the allow list that takes none of those keys.
 func TestBoundedGitRunsNoRepositoryTransportProgram(t *testing.T) {
+	allowEveryKey(t)
 	bwrap := bwrapHere(t)
 	for _, p := range []struct {
 		name    string

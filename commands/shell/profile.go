@@ -54,6 +54,28 @@ var boundedGitConfig = [][2]string{
 	{"protocol.fd.allow", "never"},
 }
 
+// boundedGitKeys are the only keys a bounded run's git takes from a repository's config
+// (its local and worktree config; an include is none of them): those git writes itself for
+// the commands a pattern may approve (init, clone, remote, branch, sparse-checkout,
+// submodule init) and a few of how it works, each one's value a name, a number, a switch
+// or an address — never a program, a path to one, or another file to read. A repository
+// setting any other key is refused (gitbound.sh), so a key a newer git adds that names a
+// program (gc.recentObjectsHook) is refused before anyone lists it. Each is a pattern of
+// sh's case, lowercase as git config --list gives section and key; NAME is *. An address
+// (remote.NAME.url: ext::, fd::) reaches only the transports GIT_ALLOW_PROTOCOL allows.
+var boundedGitKeys = []string{
+	"core.repositoryformatversion", "core.bare", "core.filemode", "core.logallrefupdates",
+	"core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
+	"core.safecrlf", "core.sparsecheckout", "core.sparsecheckoutcone",
+	"extensions.objectformat", "extensions.worktreeconfig", "extensions.refstorage",
+	"init.defaultbranch", "user.name", "user.email",
+	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt",
+	"remote.*.prune", "remote.*.mirror",
+	"branch.*.remote", "branch.*.merge", "branch.*.pushremote", "branch.*.description",
+	"submodule.*.url", "submodule.*.active", "submodule.*.branch",
+	"pull.rebase", "pull.ff", "merge.ff", "fetch.prune", "push.default", "push.autosetupremote",
+}
+
 // boundedEnv are the variables of a bounded run: git's settings above, and python
 // without the current or the script's folder on its import path (`python3 -m json.tool`
 // would import a json/ package the agent wrote).
