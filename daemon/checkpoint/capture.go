@@ -35,8 +35,9 @@ func (s *Store) Checkpoint(ctx context.Context, ws string) (Info, error) {
 // CheckpointWithin is Checkpoint with the new content it may add bounded by maxNew as
 // well as by MaxStepBytes: past it the checkpoint is Partial and says so. An effect
 // preview bounds the store by the disk its budget leaves, counting files at their full
-// size, as the store keeps them, not by the blocks a sparse file takes.
-func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64) (Info, error) {
+// size, as the store keeps them, not by the blocks a sparse file takes. With ov, ws is
+// an overlay mount and only what its upper layer holds is read (Overlay).
+func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64, ov *Overlay) (Info, error) {
 	err := s.begin(ctx)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -44,6 +45,9 @@ func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64) (
 	}
 	s.stepCap = max(maxNew, 0)
 	defer func() { s.stepCap = -1 }()
+	if ov != nil {
+		return ov.checkpoint(ctx, s, ws)
+	}
 	return s.checkpoint(ctx, ws, 0, false)
 }
 
@@ -77,7 +81,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (I
 	}
 	s.watch.begin(ws)
 	s.walks++
-	c, err := s.capture(ctx, ws, prev)
+	c, err := s.capture(ctx, ws, prev, nil)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
 	}
@@ -87,25 +91,12 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (I
 		s.watch.end(latest.ID, c.manyNames)
 		return *latest, nil
 	}
-	if err := c.flush(); err != nil {
+	info, err := c.commit(pin)
+	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
-	}
-	info := Info{ID: 1, Time: time.Now(), Files: c.files, Bytes: c.bytes, NewBytes: c.newBytes,
-		Partial: c.partial, Notices: c.notes.list, MoreNotices: c.notes.more, root: c.root, links: c.linked}
-	if n := len(s.ids); n > 0 {
-		info.ID = s.ids[n-1] + 1
-	}
-	if err := s.writeRecord(info); err != nil {
-		return Info{}, err
 	}
 	s.lastOf[ws] = info.ID
 	s.watch.end(info.ID, c.manyNames)
-	if len(s.ids) > s.opt.KeepCount || s.bytes > max(s.opt.MaxStoreBytes, s.kept+s.opt.MaxStoreBytes/10) {
-		// Retention reads every kept checkpoint's listings: it runs while the step does,
-		// and the next call waits for it.
-		held := s.held
-		s.collecting.Go(func() { s.collectErr = s.collect(pin, held) })
-	}
 	return info, nil
 }
 
@@ -115,9 +106,11 @@ type capture struct {
 	s     *Store
 	ctx   context.Context
 	ds    *dirStack
-	buf   []byte // folder listings
-	data  []byte // small files
-	start int64  // when the walk began (ns): files changed since are racy
+	w     *watcher // the store's, told of every folder listed; nil for an overlay's
+	ov    *overlay // what an overlay's upper layer holds (CheckpointOverlay); nil: read all
+	buf   []byte   // folder listings
+	data  []byte   // small files
+	start int64    // when the walk began (ns): files changed since are racy
 
 	root     hash
 	files    int
@@ -164,17 +157,22 @@ const (
 	racyWindowCoarse = 2 * time.Second
 )
 
-// capture walks ws, with the tree of prev (if any) as the stat cache.
-func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, error) {
+// capture walks ws, with the tree of prev (if any) as the stat cache; with ov, ws is an
+// overlay whose lower layer prev holds exactly, and only what ov's upper layer holds is
+// read.
+func (s *Store) capture(ctx context.Context, ws string, prev *Info, ov *overlay) (*capture, error) {
 	ds, err := openRoot(ws, newLendLog(s, ws))
 	if err != nil {
 		return nil, err
 	}
 	defer ds.close()
-	s.watch.top(devIno{ds.frames[0].dev, ds.frames[0].ino})
-	s.watch.add(ds.fd())
-	c := &capture{s: s, ctx: ctx, ds: ds, buf: make([]byte, 32<<10), start: time.Now().UnixNano(),
+	c := &capture{s: s, ctx: ctx, ds: ds, w: s.watch, ov: ov, buf: make([]byte, 32<<10), start: time.Now().UnixNano(),
 		seen: map[hash]bool{}, links: map[devIno]firstName{}}
+	if ov != nil {
+		c.w = nil
+	}
+	c.w.top(devIno{ds.frames[0].dev, ds.frames[0].ino})
+	c.w.add(ds.fd())
 	var st unix.Stat_t
 	if err := unix.Fstat(s.root, &st); err != nil {
 		return nil, err
@@ -221,7 +219,12 @@ func (c *capture) dir(e *entry, prev tree, hasPrev bool) (t tree, same bool, err
 		c.uncapture(e, "cannot be listed: "+err.Error())
 		return nil, false, nil
 	}
-	stats, errs := statAll(c.ds.fd(), names)
+	upper := c.ov.names() // nil: every name is read
+	var stats []unix.Stat_t
+	var errs []error
+	if upper == nil {
+		stats, errs = statAll(c.ds.fd(), names)
+	}
 	t = make(tree, 0, len(names))
 	j := 0
 	for i, name := range names {
@@ -232,7 +235,21 @@ func (c *capture) dir(e *entry, prev tree, hasPrev bool) (t tree, same bool, err
 		if j < len(prev) && prev[j].name == name {
 			p = &prev[j]
 		}
-		x, ok, err := c.entry(name, p, &stats[i], errs[i])
+		if upper != nil && !upper[name] && p != nil { // the lower layer's: as prev holds it
+			if err := c.count(p); err != nil {
+				return nil, false, err
+			}
+			t = append(t, *p)
+			continue
+		}
+		var st unix.Stat_t
+		var err error
+		if upper == nil {
+			st, err = stats[i], errs[i]
+		} else {
+			err = unix.Fstatat(c.ds.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		x, ok, err := c.entry(name, p, &st, err)
 		if err != nil {
 			return nil, false, err
 		}
@@ -309,7 +326,9 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		c.uncapture(e, "cannot be opened: "+err.Error())
 		return nil
 	}
-	c.s.watch.add(c.ds.fd()) // before listing it: a change from now on queues an event
+	c.w.add(c.ds.fd()) // before listing it: a change from now on queues an event
+	c.ov.push(e.name)
+	defer c.ov.pop()
 	keepXattrs(e, c.ds.fd())
 	var pt tree
 	hasPrev := false
@@ -545,38 +564,4 @@ func (c *capture) uncapture(e *entry, why string) {
 	e.hash, e.note = hash{}, why
 	c.partial = true
 	c.notes.add(c.ds.pathTo(e.name), why, true)
-}
-
-// flush makes the pending objects durable objects: one syncfs for all their contents,
-// then the renames and one fsync of the objects folder. An object is never in place
-// before its content is on disk, so an object found in the store is whole.
-func (c *capture) flush() error {
-	if len(c.pending) == 0 {
-		return nil
-	}
-	s := c.s
-	if err := s.syncfs(s.tm); err != nil {
-		c.discard()
-		return err
-	}
-	step()
-	for i, p := range c.pending {
-		if err := unix.Renameat(s.tm, p.tmp, s.objects, p.h.String()); err != nil {
-			c.pending = c.pending[i:]
-			c.discard()
-			return err
-		}
-		s.bytes += p.size
-		step()
-	}
-	c.pending = nil
-	return s.fsync(s.objects)
-}
-
-// discard removes the pending objects' temporary files.
-func (c *capture) discard() {
-	for _, p := range c.pending {
-		unix.Unlinkat(c.s.tm, p.tmp, 0)
-	}
-	c.pending = nil
 }

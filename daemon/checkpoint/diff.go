@@ -114,7 +114,7 @@ func (s *Store) DiffLive(ctx context.Context, ws string, from ID) (*Diff, error)
 			latest = &c
 		}
 	}
-	c, err := s.capture(ctx, ws, latest)
+	c, err := s.capture(ctx, ws, latest, nil)
 	if err != nil {
 		return nil, fmt.Errorf("diff of %s: %w", ws, err)
 	}

@@ -42,6 +42,33 @@ func (p *Previews) bound(agentID, view string, room int64) (*diskBound, error) {
 	return b, nil
 }
 
+// place makes where the run ahead sees workspace ws as checkpoint from holds it: under
+// a quota, an overlay on ws itself; else the copy, restored to from. It returns what the
+// copy and the store s take, counted from what the checkpoints know (a walk would cost
+// as much as the preview): each file a block at least, and the objects; under a quota
+// no copy is made, but it is counted all the same.
+func (b *diskBound) place(ctx context.Context, s *checkpoint.Store, from checkpoint.Info, ws string) (int64, error) {
+	// A restore keeps the folder's own mode, which the last command may have taken away.
+	if err := errors.Join(os.MkdirAll(b.view, 0o700), os.Chmod(b.view, 0o700)); err != nil {
+		return 0, fmt.Errorf("no folder for the copy: %w", err)
+	}
+	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
+	if took <= b.room {
+		b.mountQuota(ws, b.room-took)
+	}
+	if b.q == nil && took <= b.room {
+		if _, err := s.Restore(ctx, b.view, from.ID); err != nil {
+			return 0, fmt.Errorf("the copy could not be made: %w", err)
+		}
+		took = from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
+	}
+	if took > b.room {
+		return 0, errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(b.room)),
+			b.putBack())
+	}
+	return took, nil
+}
+
 // measure is the disk the copy and the store take now; over the room once the quota is full.
 func (b *diskBound) measure() (int64, error) {
 	if b.q.full() {
@@ -130,37 +157,40 @@ func (b *diskBound) putBack() error {
 }
 
 // quota bounds what a run ahead writes with the kernel, where the daemon may mount (as
-// root): the copy becomes the lower layer of an overlay mounted on the copy itself, whose
-// upper layer, where every write and every copy-up of a changed file goes, is a tmpfs of
-// the room the run has left (size, and an inode per MinEntryBytes, as DiskUsage counts).
-// A write past it fails (ENOSPC) however fast it comes; the watch stays as a second wall
-// and the run is called over once the tmpfs is full. The copy itself is never written,
-// so unmounting drops what the run wrote. The tmpfs is memory while the run lasts, at
+// root): the workspace becomes the lower layer of an overlay mounted on the copy's
+// folder, whose upper layer, where every write and every copy-up of a changed file goes,
+// is a tmpfs of the room the run has left (size, and an inode per MinEntryBytes, as
+// DiskUsage counts). A write past it fails (ENOSPC) however fast it comes; the watch
+// stays as a second wall and the run is called over once the tmpfs is full. The lower
+// layer is never written, so unmounting drops what the run wrote. The tmpfs is memory while the run lasts, at
 // most the room. A daemon that may not mount (not root) has the watch alone.
 type quota struct {
 	view, dir string // the copy (the overlay's mount point and lower layer); the tmpfs
 }
 
-// mountQuota mounts b's quota of size bytes; it leaves b without one when the daemon may
-// not mount, or the paths cannot be said in overlay's options.
-func (b *diskBound) mountQuota(size int64) {
+// mountQuota mounts b's quota of size bytes over lower, the folder whose content the
+// run sees: the workspace itself, as no write reaches a lower layer (a change made to
+// it meanwhile, by a helper, makes the preview stale, as any change since). It leaves b
+// without one when the daemon may not mount, or the paths cannot be said in overlay's
+// options.
+func (b *diskBound) mountQuota(lower string, size int64) {
 	dir := b.quotaDir
 	q := &quota{view: b.view, dir: dir}
-	if os.Geteuid() != 0 || strings.ContainsAny(b.view+dir, ",:\\") {
+	if os.Geteuid() != 0 || strings.ContainsAny(lower+b.view+dir, ",:\\") {
 		return
 	}
 	size = max(size, commands.MinEntryBytes)
 	var root unix.Stat_t
-	if os.MkdirAll(dir, 0o700) != nil || unix.Stat(b.view, &root) != nil ||
+	if os.MkdirAll(dir, 0o700) != nil || unix.Stat(lower, &root) != nil ||
 		unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, size/commands.MinEntryBytes+2)) != nil {
 		return
 	}
 	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
-	// The overlay's root is its upper layer's: the copy's root as the workspace's.
+	// The overlay's root is its upper layer's: the workspace's root as it is.
 	err := errors.Join(os.Mkdir(upper, 0o700), os.Mkdir(work, 0o700), os.Lchown(upper, int(root.Uid), int(root.Gid)),
 		os.Chmod(upper, os.FileMode(root.Mode&0o7777)), unix.UtimesNano(upper, []unix.Timespec{root.Atim, root.Mtim}))
 	if err == nil {
-		err = unix.Mount("overlay", b.view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+b.view+",upperdir="+upper+",workdir="+work)
+		err = unix.Mount("overlay", b.view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+lower+",upperdir="+upper+",workdir="+work)
 	}
 	if err == nil {
 		err = errors.Join(os.Mkdir(q.merged(), 0o700), unix.Mount(b.view, q.merged(), "", unix.MS_BIND, ""))
@@ -178,13 +208,15 @@ func (b *diskBound) mountQuota(size int64) {
 // file again.
 func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
 
-// capturePath is where the run's change is captured: the overlay's other mount under a
-// quota, else the copy.
-func (b *diskBound) capturePath() string {
+// capture checkpoints the copy after the run into s, adding at most maxNew: under a
+// quota through the overlay's other mount, reading only what its upper layer holds (the
+// paths the run wrote) and taking the rest as checkpoint from, which its lower layer,
+// the copy, holds; else the whole copy.
+func (b *diskBound) capture(ctx context.Context, s *checkpoint.Store, from checkpoint.ID, maxNew int64) (checkpoint.Info, error) {
 	if b.q != nil {
-		return b.q.merged()
+		return s.CheckpointWithin(ctx, b.q.merged(), maxNew, &checkpoint.Overlay{Upper: filepath.Join(b.q.dir, "upper"), Lower: from})
 	}
-	return b.view
+	return s.CheckpointWithin(ctx, b.view, maxNew, nil)
 }
 
 // full reports whether q's tmpfs has no room left: the kernel refused a write.

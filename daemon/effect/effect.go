@@ -5,9 +5,13 @@
 // running the command a second time, so what a person approves is what lands.
 //
 // It is built on daemon/checkpoint and adds no tree walker of its own: the workspace is
-// checkpointed (From), the copy is that checkpoint restored into the agent's view folder
-// (reflinked where the filesystem can, else copied), the copy after the command is
-// checkpointed again (To), and the change is the checkpoint Diff from From to To.
+// checkpointed (From); where the daemon may mount (as root), the command runs in an
+// overlay whose lower layer is the workspace itself, which no write reaches, and whose
+// upper layer takes every write, so To is From with what the upper layer holds read in
+// (checkpoint.Overlay): a preview costs what the command wrote, not the workspace.
+// Elsewhere the copy is From restored into the agent's view folder (reflinked where the
+// filesystem can, else copied) and checkpointed again after the command (To). The
+// change is the checkpoint Diff from From to To.
 // Applying is checkpoint.RestoreFrom: only the paths that differ from From to To — what
 // the diff shows — are written, and only on a workspace still exactly at From (content,
 // modes, file times, owners, extended attributes), every path opened beneath it without
@@ -26,10 +30,10 @@
 // their modes.
 //
 // A preview's disk is bounded (bound.go): the copy and the store together may take what
-// the agent's disk budget leaves beside its workspace; a run ahead writing past it is
-// stopped. Where the daemon may mount (as root) the kernel holds that bound: the run
-// writes into an overlay on the copy whose upper layer is a tmpfs of the room left, so a
-// write past it fails, and unmounting drops it; a watch of the disk is a second wall,
+// the agent's disk budget leaves beside its workspace (a copy is counted even where
+// the overlay makes none); a run ahead writing past it is stopped. Where the daemon may
+// mount the kernel holds that bound: the overlay's upper layer is a tmpfs of the room
+// left, so a write past it fails, and unmounting drops it; a watch of the disk is a second wall,
 // and the only one for a daemon that may not mount. Approving applies To only while the store holds, under To, the tree whose
 // root hash the preview recorded (api.Effect.ToRoot).
 package effect
@@ -144,25 +148,14 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err != nil {
 		return nil, "", err
 	}
-	// A restore keeps the folder's own mode, which the last command may have taken away.
-	if err := errors.Join(os.MkdirAll(view, 0o700), os.Chmod(view, 0o700)); err != nil {
-		return nil, "", fmt.Errorf("no folder for the copy: %w", err)
+	took, err := bound.place(ctx, s, from, env.Workspace)
+	if err != nil {
+		return nil, "", err
 	}
-	if _, err := s.Restore(ctx, view, from.ID); err != nil {
-		return nil, "", fmt.Errorf("the copy could not be made: %w", err)
-	}
+	defer bound.q.unmount() // after its change is captured, from the overlay
 	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
 		lim.Timeout = p.opt.Timeout
 	}
-	// What the copy and the store take, counted from what the checkpoints know (a walk
-	// would cost as much as the preview): each file a block at least, and the objects.
-	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
-	if took > room {
-		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
-			bound.putBack())
-	}
-	bound.mountQuota(room - took)
-	defer bound.q.unmount() // after its change is captured, from the overlay
 	ws := env.Workspace
 	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
@@ -177,7 +170,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if bound.storeRoom(took) <= 0 {
 		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), bound.putBack())
 	}
-	to, err := s.CheckpointWithin(ctx, bound.capturePath(), bound.storeRoom(took))
+	to, err := bound.capture(ctx, s, from.ID, bound.storeRoom(took))
 	switch {
 	case err != nil:
 		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), bound.putBack())

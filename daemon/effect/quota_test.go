@@ -24,7 +24,7 @@ func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.mountQuota(size)
+	b.mountQuota(view, size)
 	if b.q == nil {
 		t.Skipf("no quota here (euid %d): a run ahead is bounded by the watch alone", os.Geteuid())
 	}
@@ -128,5 +128,27 @@ func TestAQuotaLeftMountedByADeadDaemonIsDroppedFirst(t *testing.T) {
 	}
 	if m := mountsUnder(t, f.dir); len(m) > 0 {
 		t.Errorf("still mounted after the preview: %v", m)
+	}
+}
+
+// Under the quota a preview makes no copy of the workspace: the run ahead's overlay has
+// the workspace itself as its lower layer, so the copy's folder stays empty, and the
+// change is still the command's own, read from the overlay's upper layer.
+func TestUnderTheQuotaAPreviewMakesNoCopyOfTheWorkspace(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
+	before := tree(t, f.ws)
+	eff, diff := f.run(t, "echo three >> notes.txt; rm old.txt")
+	if !eff.Appliable() || eff.Summary != "changes 2 files (+1 −1)" || !strings.Contains(diff, "+three") {
+		t.Fatalf("preview: %+v\n%s", eff, diff)
+	}
+	if names, err := os.ReadDir(filepath.Join(f.dir, "a-1", "view")); err != nil || len(names) > 0 {
+		t.Errorf("the copy's folder holds %v (%v), want nothing: no copy under the quota", names, err)
+	}
+	if m := mountsUnder(t, f.dir); len(m) > 0 {
+		t.Errorf("still mounted after the preview: %v", m)
+	}
+	if after := tree(t, f.ws); after != before {
+		t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
