@@ -281,7 +281,7 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	}
 	if c.entries++; c.entries > c.s.opt.MaxEntries {
 		c.uncapture(&e, fmt.Sprintf("is past the %d files and folders a checkpoint captures", c.s.opt.MaxEntries))
-		if e.kind == kindDir {
+		if e.kind == kindDir && c.ov == nil { // an overlay's capture past the bound walks again whole
 			return e, true, c.stamp(&e, st)
 		}
 		return e, true, nil

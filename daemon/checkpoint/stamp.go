@@ -58,7 +58,7 @@ func (c *capture) stampWalk(sum gohash.Hash, name string, st *unix.Stat_t) (ok b
 	if _, err := c.ds.push(name); err != nil {
 		return false, nil
 	}
-	c.s.watch.add(c.ds.fd()) // before listing it, as folder does
+	c.w.add(c.ds.fd()) // before listing it, as folder does
 	names, err := readNames(c.ds.fd(), c.buf)
 	ok = err == nil
 	if ok {
