@@ -36,8 +36,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	// Every step writes a file not written before: no repeat and progress at each step, so
 	// continuous mode never stops to ask and the watchdog sees no loop.
 	model.OnChat(func(*ollama.ChatRequest) (string, error) {
-		return `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"},` +
-			fmt.Sprintf(`"command":{"name":"write_file","args":{"path":"d%d","contents":"x"}}}`, n.Add(1)), nil
+		return ollamatest.Reply("write_file", map[string]string{"path": fmt.Sprintf("d%d", n.Add(1)), "contents": "x"}), nil
 	})
 	model.SetDelay(3 * time.Millisecond)
 

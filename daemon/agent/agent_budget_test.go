@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -192,17 +194,25 @@ func (blockCmd) Execute(ctx context.Context, _ commands.Env, _ json.RawMessage) 
 func init() { commands.Register(blockCmd{}) }
 
 // TestAgentTimeBudgetCutsALongCommand: a command that runs past what the agent's time
-// budget leaves is cancelled, its result says why, and the agent pauses.
+// budget leaves is cancelled, its result says why, and the agent pauses. The budget is
+// set once the step has thought (to its busy time then plus 300ms), so however long the
+// thinking took on a loaded machine, what the budget leaves is the command's.
 func TestAgentTimeBudgetCutsALongCommand(t *testing.T) {
-	h := newHarness(t, func(o *Options) {
-		o.AgentBudget = run.Budget{MaxWall: 300 * time.Millisecond}
-		o.Commands = append(slices.Clone(o.Commands), "test_block")
-	})
+	h := newHarness(t, func(o *Options) { o.Commands = append(slices.Clone(o.Commands), "test_block") })
 	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("test_block", map[string]string{"what": "x"}) })
-	a := autoAgent(h, 10)
+	a := h.create(api.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	thought := h.waitFor(a.ID, "the proposal", func(*api.Agent) bool { return true }).BusyMS
+	limit := time.Duration(thought)*time.Millisecond + 300*time.Millisecond
+	if _, err := h.sup.budgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTime: new(limit.String())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
 	got := pausedByBudget(h, a.ID)
-	if got.StepsTotal != 1 || got.BusyMS < 300 || got.BusyMS > 10000 || !strings.Contains(got.StateReason, "time budget is 300ms") {
-		t.Errorf("agent = %d steps, busy %d ms, %q; want one step cut at 300ms", got.StepsTotal, got.BusyMS, got.StateReason)
+	if got.StepsTotal != 1 || got.BusyMS < limit.Milliseconds() || got.BusyMS > limit.Milliseconds()+10000 || !strings.Contains(got.StateReason, "time budget is "+limit.String()) {
+		t.Errorf("agent = %d steps, busy %d ms, %q; want one step cut at %v", got.StepsTotal, got.BusyMS, got.StateReason, limit)
 	}
 	eps := h.history(a.ID)
 	if len(eps) != 1 || eps[0].Outcome != "failed" || !strings.Contains(eps[0].Result, "time budget ran out") {
@@ -242,5 +252,63 @@ func TestTaskOverAgentBudgetRefused(t *testing.T) {
 	}
 	if _, err := h.sup.runs.Task(ctx, a.ID, "more"); err != nil {
 		t.Errorf("task after the budget was raised: %v", err)
+	}
+}
+
+// nestDeep is a line that nests 2,100 folders named d, past the depth the disk walk
+// descends, then runs rest.
+func nestDeep(rest string) string {
+	return `python3 -c 'import os
+for _ in range(2100):
+    os.mkdir("d"); os.chdir("d")' && ` + rest
+}
+
+// A step that leaves its workspace beyond what the disk walk can count (folders nested
+// past its depth) cannot be shown within the disk budget: the agent pauses before its
+// next step, saying why and the fix, stays paused while that holds, and resumes once a
+// person removed them.
+func TestAgentWhoseWorkspaceCannotBeMeasuredPauses(t *testing.T) {
+	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 64 << 20} })
+	h.fake.Script(shellReply(nestDeep("echo nested")))
+	listForever(h)
+	a := autoAgent(h, 10)
+	h.approve(a.ID, "execute_shell")
+	got := pausedByBudget(h, a.ID)
+	for _, want := range []string{"could not be measured", "within its disk budget of 64 MiB", "nested deeper than 2048", "rm -rf d", a.Workspace, "`agentctl resume tester`", "agentctl budget tester --max-disk 0"} {
+		if !strings.Contains(got.StateReason, want) {
+			t.Errorf("reason %q: want it to say %q", got.StateReason, want)
+		}
+	}
+	if got.StepsTotal != 1 {
+		t.Errorf("%d steps; want the pause before the second", got.StepsTotal)
+	}
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "could not be measured") {
+		t.Errorf("resume while it cannot be measured: %v, want a conflict saying so", err)
+	}
+	if err := os.RemoveAll(filepath.Join(a.Workspace, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); err != nil {
+		t.Fatalf("resume once the folders went: %v; want it measured again and resumed", err)
+	}
+	h.waitFor(a.ID, "steps past the pause", func(a *api.Agent) bool { return a.StepsTotal >= 3 })
+}
+
+// A command that makes its workspace beyond what the disk walk can count while it runs
+// is cut then, its result saying why, rather than left to write unmeasured.
+func TestCommandCutWhenItsWorkspaceCannotBeMeasured(t *testing.T) {
+	// The folders take 8.2 MiB, under the budget, so that a walk while they are made
+	// does not cut for the size; the file written after them takes the file system past
+	// it, and the walk that follows cannot count them.
+	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 12 << 20} })
+	h.fake.Script(shellReply(nestDeep("head -c 16777216 /dev/zero > big; sleep 120 && echo finished")))
+	listForever(h)
+	a := autoAgent(h, 10)
+	h.approve(a.ID, "execute_shell")
+	pausedByBudget(h, a.ID)
+	eps := h.history(a.ID)
+	if len(eps) != 1 || !strings.Contains(eps[0].Result, "cut off: its workspace could not be measured while it ran") ||
+		!strings.Contains(eps[0].Result, "rm -rf d") || strings.Contains(eps[0].Result, "finished") {
+		t.Fatalf("history %+v; want the command cut, saying why and the fix", eps)
 	}
 }

@@ -80,8 +80,10 @@ func (r *runner) armBusyBudget(ctx context.Context) (done func()) {
 	}
 	r.busyCut.Store(false)
 	t := time.AfterFunc(r.busyLeft, func() {
-		r.busyCut.Store(true)
+		// Set under mu: a model call or command armed after this sees it and is cut at
+		// once (on a loaded machine the budget can run out before the step reaches them).
 		r.mu.Lock()
+		r.busyCut.Store(true)
 		r.cancelAll()
 		r.mu.Unlock()
 	})

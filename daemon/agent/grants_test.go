@@ -143,15 +143,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 
 	// Every automatic approval names its grant, with the countdown.
 	rp, err := c.Replay(ctx, a.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, s := range rp.Steps {
-		for _, d := range s.Decisions {
-			got = append(got, d.Source+":"+d.GrantText())
-		}
-	}
+	got := grantsNamed(t, rp, err)
 	day := stored.Grant.CreatedAt.Format("2006-01-02")
 	want := []string{
 		"agentctl:root's y! on this exact write_file", "agentctl:",
@@ -219,15 +211,7 @@ func TestScheduleAutonomyIsAGrant(t *testing.T) {
 		t.Fatalf("pending %s, want the third proposal: the grant covers two", p.Args)
 	}
 	rp, err := h.sup.auditLog.Replay(context.Background(), a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, s := range rp.Steps {
-		for _, d := range s.Decisions {
-			got = append(got, d.Source+":"+d.GrantText())
-		}
-	}
+	got := grantsNamed(t, rp, err)
 	if want := "grant:autonomy of schedule nightly (1 of 2 left) grant:autonomy of schedule nightly (0 of 2 left)"; strings.Join(got, " ") != want {
 		t.Errorf("decisions %q, want %q", strings.Join(got, " "), want)
 	}
@@ -454,4 +438,20 @@ func exactGrantEndsOnAnotherStep(t *testing.T, endedBy string, opts ...func(*Opt
 	if len(gl.Grants) != 1 || gl.Grants[0].State != api.GrantRevoked || gl.Grants[0].RevokedBy != endedBy {
 		t.Fatalf("grants: %+v, want %s revoked by %q", gl.Grants, d.Grant, endedBy)
 	}
+}
+
+// grantsNamed is, for each decision of a replay in order, its source and the grant it
+// names ("grant:root's y -3 (1 of 2 left)"; "agentctl:" for a person's plain y).
+func grantsNamed(t *testing.T, rp *api.Replay, err error) []string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rp.Steps {
+		for _, d := range s.Decisions {
+			got = append(got, d.Source+":"+d.GrantText())
+		}
+	}
+	return got
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -145,13 +146,7 @@ func (h *harness) stop() {
 }
 
 // reply is a valid model reply proposing name(args).
-func reply(name string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because " + name, "self_criticism": "s", "plan": "p", "speak": "I will " + name},
-		"command":  map[string]any{"name": name, "args": args},
-	})
-	return string(b)
-}
+var reply = ollamatest.Reply
 
 func (h *harness) create(req api.CreateAgentRequest) *api.Agent {
 	h.t.Helper()
@@ -180,17 +175,41 @@ func (h *harness) createPlanted(plant func(ws string) error) *api.Agent {
 	return a
 }
 
-// waitFor polls the agent until cond holds. The bound is generous: a 64-step run under
-// -race on a loaded 2-core machine takes well over 10 s, and a wait costs nothing when met.
+// waitFor polls the agent until cond holds. The bound is generous, and a wait costs
+// nothing when met.
 func (h *harness) waitFor(id string, what string, cond func(a *api.Agent) bool) *api.Agent {
+	h.t.Helper()
+	return h.waitWithin(30*time.Second, id, what, cond)
+}
+
+func (h *harness) waitWithin(limit time.Duration, id string, what string, cond func(a *api.Agent) bool) *api.Agent {
 	h.t.Helper()
 	var a *api.Agent
 	var err error
-	if !testutil.Wait(30*time.Second, func() bool {
+	if !testutil.Wait(limit, func() bool {
 		a, err = h.sup.agentViews.Agent(context.Background(), id)
 		return err == nil && cond(a)
 	}) {
 		h.t.Fatalf("timed out waiting for %s; agent = %+v, err = %v", what, a, err)
+	}
+	return a
+}
+
+// waitSteps waits while agent id steps on until it has taken n steps. A long run has no
+// fixed bound (under -race on a loaded 2-core machine 64 steps over a long history take
+// minutes): it fails when the agent stops stepping (paused, idle, failed), or at the
+// test binary's own deadline.
+func (h *harness) waitSteps(id string, n int) *api.Agent {
+	h.t.Helper()
+	limit := 10 * time.Minute
+	if d, ok := h.t.Deadline(); ok {
+		limit = time.Until(d) - 10*time.Second // fail here, with the agent, before the binary panics
+	}
+	a := h.waitWithin(limit, id, fmt.Sprintf("%d steps", n), func(a *api.Agent) bool {
+		return a.Step >= n || a.State == api.StatePaused || a.State == api.StateIdle || a.State == api.StateFailed
+	})
+	if a.Step < n {
+		h.t.Fatalf("the agent stopped at step %d of %d: %s (%s)", a.Step, n, a.State, a.StateReason)
 	}
 	return a
 }

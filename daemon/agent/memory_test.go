@@ -375,7 +375,7 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 	}
 	h.start()
 	const steps = 64
-	h.waitFor(a.ID, fmt.Sprintf("%d steps", steps), func(a *api.Agent) bool { return a.Step >= steps })
+	h.waitSteps(a.ID, steps)
 	h.stop()
 
 	reqs := h.fake.Requests()

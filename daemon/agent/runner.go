@@ -46,7 +46,7 @@ type runner struct {
 	thinks, summarizedAt int
 	summarizing          atomic.Bool // a summary job of this loop is running
 	// busyLeft is what the agent's own time budget leaves for the step next() chose (0:
-	// no bound); busyCut is set when that ran out mid-step and the step was cancelled.
+	// no bound); busyCut is set (under mu) when that ran out mid-step: the step is cancelled.
 	busyLeft  time.Duration
 	busyCut   atomic.Bool
 	modelTurn // whose turn the next model call is (priority.go); guarded by mu
@@ -248,6 +248,9 @@ func (r *runner) armExec(ctx context.Context, st *started) {
 	if st.q == nil && st.refused == nil {
 		st.execCtx, st.cancel = context.WithCancel(ctx)
 		r.cancelExec = st.cancel
+		if r.busyCut.Load() { // the time budget ran out before the command began
+			st.cancel()
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -26,12 +27,16 @@ import (
 // num_ctx 2048 the prompt keeps room for the memories that hold the evidence.
 func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
-// pausable is ctx for a step a pause or a stop cancels through *cancel (the runner's
-// cancelStep, set under mu); done ends it.
-func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc) (context.Context, func()) {
+// pausable is ctx for a model call that a pause, a stop or the agent's time budget
+// cancels through *cancel (the runner's cancelStep, set under mu); a time budget that ran
+// out before the call began (cut, set under mu) cuts it at once. done ends it.
+func pausable(ctx context.Context, mu *sync.Mutex, cancel *context.CancelFunc, cut *atomic.Bool) (context.Context, func()) {
 	stepCtx, stop := context.WithCancel(ctx)
 	mu.Lock()
 	*cancel = stop
+	if cut.Load() {
+		stop()
+	}
 	mu.Unlock()
 	return stepCtx, func() {
 		mu.Lock()
@@ -53,7 +58,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if a.State != api.StateThinking {
 		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
-	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep, &r.busyCut)
 	defer done()
 
 	if a.Description == "" {
@@ -507,7 +512,7 @@ func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last 
 // It runs in a step a pause cancels, and reports false when a pause cut it short: p
 // still awaits it (awaitsRerun), the loop ends, and the resume's round runs it again.
 func (r *runner) askOnPersonRerun(ctx context.Context, l *live, f *facts) bool {
-	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep)
+	stepCtx, done := pausable(ctx, &r.mu, &r.cancelStep, &r.busyCut)
 	defer done()
 	a, p := f.a, f.p
 	again := *p.Preview

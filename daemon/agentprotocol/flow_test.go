@@ -18,7 +18,7 @@ import (
 // does, against the real daemon: every request and response checked against the spec.
 func TestClientFlow(t *testing.T) {
 	c, m := startDaemon(t)
-	m.push(
+	m.Script(
 		proposal("write_file", map[string]string{"path": "notes/hello.txt", "contents": "hello, world"}),
 		proposal("list_folder", map[string]string{"path": "."}),
 		proposal("finish", map[string]string{"reason": "the note is written"}),
@@ -137,7 +137,7 @@ func TestClientFlow(t *testing.T) {
 // TestAskUserStep answers the agent's question through a step's input.
 func TestAskUserStep(t *testing.T) {
 	c, m := startDaemon(t)
-	m.push(proposal("ask_user", map[string]string{"question": "which colour?"}))
+	m.Script(proposal("ask_user", map[string]string{"question": "which colour?"}))
 	var task agentprotocol.Task
 	c.json("POST", "/ap/v1/agent/tasks", map[string]any{"input": "paint", "additional_input": map[string]any{"name": "painter"}}).decode(t, &task)
 	if task.AdditionalInput["agent"] != "painter" {

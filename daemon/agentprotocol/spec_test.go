@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
-	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/server"
@@ -150,48 +148,17 @@ func (c *apClient) upload(taskID, dir, name, contents string) response {
 	return c.do("POST", "/ap/v1/agent/tasks/"+taskID+"/artifacts", mw.FormDataContentType(), buf.Bytes(), dir == "" || !strings.Contains(dir, ".."))
 }
 
-// model is the fake Ollama's side of the test: a profile for each new agent, then the
-// proposals queued, then finish.
-type model struct {
-	mu    sync.Mutex
-	queue []string
-}
-
-func proposal(name string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s", "plan": "p", "speak": "I will " + name},
-		"command":  map[string]any{"name": name, "args": args},
-	})
-	return string(b)
-}
-
-func (m *model) push(replies ...string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.queue = append(m.queue, replies...)
-}
-
-func (m *model) chat(req *ollama.ChatRequest) (string, error) {
-	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
-		return `{"name": "note-writer", "description": "writes notes", "best_practices": ["be brief"], "constraints": ["stay in the workspace"]}`, nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.queue) == 0 {
-		return proposal("finish", map[string]string{"reason": "nothing left"}), nil
-	}
-	r := m.queue[0]
-	m.queue = m.queue[1:]
-	return r, nil
-}
+// proposal is a model reply proposing name(args).
+var proposal = ollamatest.Reply
 
 // startDaemon runs the real daemon (server.Run) with the fake model and the listener on
 // a loopback port, and returns a client for it.
-func startDaemon(t *testing.T) (*apClient, *model) {
+func startDaemon(t *testing.T) (*apClient, *ollamatest.Agent) {
 	t.Helper()
 	fake := ollamatest.NewFake(t)
-	m := &model{}
-	fake.OnChat(m.chat)
+	// The model makes every agent note-writer, then proposes what the test scripts, then finish.
+	m := &ollamatest.Agent{Name: "note-writer", Finish: proposal("finish", map[string]string{"reason": "nothing left"})}
+	fake.OnChat(m.Chat)
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
 	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")

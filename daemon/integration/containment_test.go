@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -197,12 +196,8 @@ func attackReplySpeak(tag, command string, args any, speak string) string {
 	if speak == "" {
 		speak = "I will run " + command
 	}
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": tag,
-			"self_criticism": "s", "plan": speak, "speak": speak},
-		"command": map[string]any{"name": command, "args": args},
-	})
-	return string(b)
+	return ollamatest.ReplyThinking(command, args, api.Thoughts{Observations: "o", Text: "t", Reasoning: tag,
+		SelfCriticism: "s", Plan: speak, Speak: speak})
 }
 
 // How a step is decided.

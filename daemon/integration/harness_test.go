@@ -412,14 +412,7 @@ func agentOf(req *ollama.ChatRequest) string {
 }
 
 // reply is a schema-valid model reply proposing command(args).
-func reply(command string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because " + command,
-			"self_criticism": "s", "plan": "p", "speak": "I will " + command},
-		"command": map[string]any{"name": command, "args": args},
-	})
-	return string(b)
-}
+var reply = ollamatest.Reply
 
 // listFolder proposes list_folder with a path spelled differently for each n. The watchdog
 // normalises every spelling to ".", so it sees repeats: fit only for tests of a few steps.

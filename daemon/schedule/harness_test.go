@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -204,13 +203,8 @@ func outcomes(runs []api.ScheduleRun) string {
 	return strings.Join(out, " ")
 }
 
-func reply(name string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "r", "self_criticism": "s", "plan": "p", "speak": "I will " + name},
-		"command":  map[string]any{"name": name, "args": args},
-	})
-	return string(b)
-}
+// reply is a schema-valid model reply proposing name(args).
+var reply = ollamatest.Reply
 
 // listForever makes the model do new work every step: write a file it has not written
 // (listing the same folder again and again is a loop the watchdog stops).

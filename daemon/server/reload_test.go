@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -101,10 +102,8 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	return d
 }
 
-func proposal(command, args string) string {
-	return `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"},` +
-		`"command":{"name":"` + command + `","args":` + args + `}}`
-}
+// proposal is a model reply proposing command with the JSON object args.
+func proposal(command, args string) string { return ollamatest.Reply(command, json.RawMessage(args)) }
 
 func (d *reloadDaemon) write(body string) {
 	d.t.Helper()

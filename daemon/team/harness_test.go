@@ -223,9 +223,7 @@ func (e *env) startHello(src string, more ...string) *api.TeamRun {
 	return e.run(src, "say hi")
 }
 
-func proposal(command string, args any) string {
-	a, _ := json.Marshal(args)
-	return fmt.Sprintf(`{"thoughts":{"observations":"","text":"t","reasoning":"r","self_criticism":"","plan":"","speak":""},"command":{"name":%q,"args":%s}}`, command, a)
-}
+// proposal is a model reply proposing command(args).
+var proposal = ollamatest.Reply
 
 var readFile = os.ReadFile

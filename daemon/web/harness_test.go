@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,11 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
@@ -39,8 +35,7 @@ type env struct {
 	base  string
 	logs  *testutil.SyncBuffer
 
-	mu      sync.Mutex
-	replies []string
+	agent ollamatest.Agent // profiles, then the script, then finish
 }
 
 // service is what the daemon hands the console: the supervisor's parts and the schedules.
@@ -53,7 +48,7 @@ func (service) Teams(context.Context) ([]api.TeamRun, error) { return nil, nil }
 
 func newEnv(t testing.TB) *env {
 	e := &env{t: t, model: ollamatest.NewFake(t), logs: &testutil.SyncBuffer{}}
-	e.model.OnChat(e.chat)
+	e.model.OnChat(e.agent.Chat)
 	dir := t.TempDir()
 	st := agenttest.OpenStore(t, dir)
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -99,41 +94,18 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-// chat answers the model calls: profiles on their own, steps from the script, and
-// finish when it is empty.
-func (e *env) chat(req *ollama.ChatRequest) (string, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
-		return `{"name":"helper","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, nil
-	}
-	if len(e.replies) == 0 {
-		return reply("finish", map[string]string{"reason": "all done"}, nil), nil
-	}
-	r := e.replies[0]
-	e.replies = e.replies[1:]
-	return r, nil
-}
-
 // script queues the model's next replies.
-func (e *env) script(replies ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.replies = append(e.replies, replies...)
-}
+func (e *env) script(replies ...string) { e.agent.Script(replies...) }
 
 // reply is a model reply proposing name(args); thoughts, when set, replaces every
 // thought field's text.
 func reply(name string, args any, thought *string) string {
-	th := map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s",
-		"plan": "- do " + name, "speak": "I will " + name}
+	th := api.Thoughts{Observations: "o", Text: "t", Reasoning: "because", SelfCriticism: "s",
+		Plan: "- do " + name, Speak: "I will " + name}
 	if thought != nil {
-		for k := range th {
-			th[k] = *thought
-		}
+		th = api.Thoughts{Observations: *thought, Text: *thought, Reasoning: *thought, SelfCriticism: *thought, Plan: *thought, Speak: *thought}
 	}
-	b, _ := json.Marshal(map[string]any{"thoughts": th, "command": map[string]any{"name": name, "args": args}})
-	return string(b)
+	return ollamatest.ReplyThinking(name, args, th)
 }
 
 // create makes an agent with goals and starts its run.

@@ -2,11 +2,8 @@ package chattest
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +11,7 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
@@ -63,9 +61,7 @@ type Daemon struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
-	mu      sync.Mutex
-	replies []string
-	names   int
+	agent ollamatest.Agent // profiles, summaries, then the script and finish
 }
 
 // Init makes the fake model (answering from the script), the state dir and the log.
@@ -74,54 +70,24 @@ func (d *Daemon) Init(t testing.TB) {
 	d.Model.OnChat(d.chat)
 }
 
-// chat answers the agent's model calls: profiles on their own, history summaries one
-// line per step (so they do not eat a scripted step), steps from the script, and finish
-// when the script is empty.
+// chat answers the agent's model calls: the roles' from OnChat, the rest from the
+// scripted agent model.
 func (d *Daemon) chat(req *ollama.ChatRequest) (string, error) {
 	if d.OnChat != nil {
 		if s, ok := d.OnChat(req); ok {
 			return s, nil
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
-		d.names++
-		return fmt.Sprintf(`{"name":"helper-%d","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, d.names), nil
-	}
-	if len(req.Messages) > 1 && strings.HasPrefix(req.Messages[0].Content, "You keep the log of an autonomous agent short") {
-		var lines []string
-		for _, l := range strings.Split(req.Messages[1].Content, "\n") {
-			if n, _, ok := strings.Cut(l, ". "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-				lines = append(lines, "did step "+n)
-			}
-		}
-		out, _ := json.Marshal(map[string][]string{"lines": lines})
-		return string(out), nil
-	}
-	if len(d.replies) == 0 {
-		return Reply("finish", map[string]string{"reason": "all done"}, "I am done"), nil
-	}
-	r := d.replies[0]
-	d.replies = d.replies[1:]
-	return r, nil
+	return d.agent.Chat(req)
 }
 
 // Script queues the model's next replies.
-func (d *Daemon) Script(replies ...string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.replies = append(d.replies, replies...)
-}
+func (d *Daemon) Script(replies ...string) { d.agent.Script(replies...) }
 
 // Reply is a model reply proposing command name with args, its speak line speak.
 func Reply(name string, args any, speak string) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s",
-			"plan": "- do " + name + "\n- then finish", "speak": speak},
-		"command": map[string]any{"name": name, "args": args},
-	})
-	return string(b)
+	return ollamatest.ReplyThinking(name, args, api.Thoughts{Observations: "o", Text: "t", Reasoning: "because",
+		SelfCriticism: "s", Plan: "- do " + name + "\n- then finish", Speak: speak})
 }
 
 // Touch is a reply proposing the test command bots_test_touch of what.
