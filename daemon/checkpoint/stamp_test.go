@@ -28,31 +28,11 @@ func stampedCheckpoint(t *testing.T, s *Store, ws string) Info {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return !lacksStamp(t, s, tr)
+		return !treeHas(t, s, tr, func(e *entry) bool {
+			return e.kind == kindDir && e.flags&(flagUncaptured|flagTreeStamp) == flagUncaptured
+		})
 	})
 	return c
-}
-
-func lacksStamp(t *testing.T, s *Store, tr tree) bool {
-	for i := range tr {
-		e := &tr[i]
-		switch {
-		case e.kind != kindDir:
-		case !e.captured():
-			if e.flags&flagTreeStamp == 0 {
-				return true
-			}
-		default:
-			sub, err := s.subtree(e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if lacksStamp(t, s, sub) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // stampedDenied is stepDenied with both ends' uncaptured folders stamped, step changing
