@@ -32,7 +32,11 @@ const maxUsageDepth = 2048
 // (a daemon that is not root walks as the uid its sandboxes write as, which may chmod
 // its own folders 0300) and folders nested deeper than maxUsageDepth.
 func DiskUsage(ws string) (int64, error) {
-	u := &usage{seen: map[[2]uint64]bool{}}
+	return (&usage{seen: map[[2]uint64]bool{}}).walk(ws)
+}
+
+// walk adds what ws takes to u.
+func (u *usage) walk(ws string) (int64, error) {
 	root, err := OpenWorkspace(ws)
 	if errors.Is(err, fs.ErrPermission) {
 		return 0, u.unlisted(".", err)
@@ -60,10 +64,12 @@ type usage struct {
 	bytes int64
 	seen  map[[2]uint64]bool // (device, inode) of files with more than one link
 	err   error              // why the walk stopped short
+
+	held bool // every file in seen is counted already (Programs.DiskUsage)
 }
 
 func (u *usage) add(st *unix.Stat_t) {
-	if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if (st.Nlink > 1 || u.held) && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		key := [2]uint64{st.Dev, st.Ino}
 		if u.seen[key] {
 			return

@@ -100,7 +100,11 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		return "", fmt.Errorf("clone_repository: cannot make a folder to clone into: %w", err)
 	}
 	defer root.RemoveAll(tmp) // empty after a clone renamed into place; a partial one otherwise
-	if err := c.clone(ctx, env.AgentID, u, filepath.Join(ws, tmp, "repo")); err != nil {
+	into, err := root.Open(tmp)
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: cannot open the folder to clone into: %w", err)
+	}
+	if err := c.clone(ctx, env.AgentID, u, into); err != nil {
 		return "", err
 	}
 	if err := place(root, path.Join(tmp, "repo"), filepath.ToSlash(rel)); err != nil {
@@ -137,9 +141,14 @@ func (c *cloneRepository) target(a cloneRepositoryArgs, workspace string) (u *ur
 	return u, ws, dest, nil
 }
 
-// clone runs git clone of u into the new folder into, with every way to run code or
-// reach the network by itself switched off: its one way out is the guard's proxy.
-func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL, into string) error {
+// clone runs git clone of u into a folder repo in the open folder into (and closes it),
+// with every way to run code or reach the network by itself switched off: its one way out
+// is the guard's proxy. git reaches into by its descriptor (/proc/self/fd/3), not its
+// path, so a link swapped on the workspace's path after the checks does not lead git
+// elsewhere. (Once started, git works with the path the descriptor named then: a swap
+// while it runs is not closed here.)
+func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL, into *os.File) error {
+	defer into.Close()
 	proxy, err := netguard.NewProxy(c.guard)
 	if err != nil {
 		return fmt.Errorf("clone_repository: %w", err)
@@ -150,7 +159,7 @@ func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL,
 		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
 		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
 	argv = append(argv, c.testConfig...)
-	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), into)
+	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), "/proc/self/fd/3/repo")
 	home, err := os.MkdirTemp("", "agentd-home-") // never the workspace: no .netrc of the agent's
 	if err != nil {
 		return fmt.Errorf("clone_repository: cannot make an empty HOME: %w", err)
@@ -166,7 +175,7 @@ func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL,
 	}
 	defer cg.leave()
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
-	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap, nil)
+	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap, nil, into)
 	switch {
 	case res == nil:
 		return fmt.Errorf("clone_repository: cannot start git: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -444,6 +445,32 @@ func TestCloneIntoFolderSwappedForLink(t *testing.T) {
 			}
 			if left, _ := filepath.Glob(filepath.Join(ws, ".clone-*")); len(left) > 0 {
 				t.Errorf("the clone left %v behind", left)
+			}
+		})
+	}
+}
+
+// TestCloneLandsInTheWorkspaceItChecked checks that git clones into the workspace
+// clone_repository checked, reached by descriptor: the workspace's own folder, or a
+// folder on its path, swapped for a link to a lookalike elsewhere after the checks and
+// before git starts, does not lead git there.
+func TestCloneLandsInTheWorkspaceItChecked(t *testing.T) {
+	base, _, _ := gitServer(t)
+	c := newClone(t, Options{AllowPrivateNetworks: true})
+	for name, swap := range map[string]string{"workspace_folder": "a/ws", "parent_folder": "a"} {
+		t.Run(name, func(t *testing.T) {
+			p := newPathSwap(t, swap)
+			testHookCloneStarting = func() { p.swap(t) }
+			defer func() { testHookCloneStarting = nil }()
+			got, err := run(context.Background(), t, c, p.ws, cloneArgs(base+"/repo.git", "repo"), 60*time.Second)
+			filepath.WalkDir(filepath.Dir(p.to), func(f string, d fs.DirEntry, _ error) error {
+				if !d.IsDir() {
+					t.Errorf("the clone wrote %s outside the workspace it checked (result %q, %v)", f, got, err)
+				}
+				return nil
+			})
+			if _, serr := os.Stat(filepath.Join(p.moved, "repo", ".git")); err != nil || serr != nil {
+				t.Errorf("got %q, %v; want the clone in the workspace checked, now %s (%v)", got, err, p.moved, serr)
 			}
 		})
 	}

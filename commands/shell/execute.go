@@ -61,10 +61,12 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 // result is nil when it was refused or could not start (the error says why); else a
 // non-nil error is ctx's, which stopped it.
 func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (*runResult, error) {
-	ws, err := commands.ResolvePath(env.Workspace, ".")
+	root, err := commands.OpenWorkspace(env.Workspace) // checked once: every bind is by descriptor from it
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.name, err)
 	}
+	defer root.Close()
+	ws := root.Name()
 	if e.box.reason != "" {
 		return nil, e.box.refusal(e.name)
 	}
@@ -72,12 +74,12 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 		return nil, fmt.Errorf("%s: not run: %w", e.name, err)
 	}
 	prof := env.Profile
-	d, err := findDenied(ws, prof.Paths)
+	d, err := findDenied(root, prof.Paths)
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
 	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
-	home := sandboxHome
+	home, dir := sandboxHome, ws
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {
 			return nil, refuseUnconfined(e.name, prof, d)
@@ -86,10 +88,18 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 			return nil, fmt.Errorf("%s: cannot make an empty HOME: %w", e.name, err)
 		}
 		defer os.RemoveAll(home)
-	} else if v.binds, err = e.box.prepare(ws); err != nil {
-		return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
-	} else if prof.Bounded { // git runs no program the repository names
-		v.git = e.box.gitFor()
+	} else {
+		if v.binds, err = e.box.prepare(root); err != nil {
+			return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+		}
+		if v.src, err = openSources(root, v.mounts(ws)); err != nil {
+			return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+		}
+		defer closeAll(v.src)
+		if prof.Bounded { // git runs no program the repository names
+			v.git = e.box.gitFor()
+		}
+		dir = "/" // bwrap binds the workspace by descriptor; its path is not walked again
 	}
 	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
 	if err != nil {
@@ -108,12 +118,19 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if net != nil {
 		extra = append(extra, net.files...)
 	}
-	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded, e.box.online(v)), e.opts.OutputCap, net, extra...)
+	if testHookSandboxStarting != nil {
+		testHookSandboxStarting()
+	}
+	res, err := runProgram(ctx, cg, dir, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded, e.box.online(v)), e.opts.OutputCap, net, extra...)
 	if res == nil {
 		return nil, fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
 	}
 	return res, err
 }
+
+// testHookSandboxStarting, set by tests, runs after the workspace's checks and before
+// bwrap starts, where a folder swapped for a link is the race the binds must win.
+var testHookSandboxStarting func()
 
 // executeShell is execute_shell: `/bin/sh -c LINE` in the workspace.
 type executeShell struct {

@@ -155,3 +155,34 @@ func checkResult(t *testing.T, got, ws string, want, notWant []string) {
 		}
 	}
 }
+
+// pathSwap is a workspace, ws (base/a/ws), whose folder base/swapped (the workspace's own
+// or one on its path) a test swaps, after a command's checks, for a link that leads the
+// workspace's path to lookalike, a folder outside; the checked workspace is then at moved.
+type pathSwap struct{ ws, lookalike, moved, at, to string }
+
+// newPathSwap makes the workspace and its lookalike, both empty.
+func newPathSwap(t *testing.T, swapped string) pathSwap {
+	t.Helper()
+	base, outside := testutil.ResolvedTempDir(t), testutil.ResolvedTempDir(t)
+	ws, at := filepath.Join(base, "a", "ws"), filepath.Join(base, swapped)
+	rest := strings.TrimPrefix(ws, at) // what lies between the swapped folder and the workspace
+	to := filepath.Join(outside, filepath.Base(at))
+	p := pathSwap{ws: ws, lookalike: filepath.Join(to, rest), moved: filepath.Join(at+"-moved", rest), at: at, to: to}
+	for _, d := range []string{p.ws, p.lookalike} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// swap moves the swapped folder aside and puts the link in its place.
+func (p pathSwap) swap(t *testing.T) {
+	if err := os.Rename(p.at, p.at+"-moved"); err != nil {
+		t.Error(err)
+	}
+	if err := os.Symlink(p.to, p.at); err != nil {
+		t.Error(err)
+	}
+}

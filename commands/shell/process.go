@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/commands"
 )
 
 // drainLimit is how much output past the cap is read and thrown away before the program is
@@ -61,6 +63,7 @@ func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string
 		return nil, err
 	}
 	pid := cmd.Process.Pid
+	counted := commands.ProgramsOf(ctx).Started(pid) // the disk watch counts what its sandbox holds
 
 	res := &runResult{}
 	flood := make(chan struct{})
@@ -91,6 +94,7 @@ func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string
 	killGroup(pid)
 	<-exited
 	untrack(pid) // before the reap, after which the number may name a stranger
+	counted()
 	cmd.Wait()
 	res.state, res.box = cmd.ProcessState, box.note()
 

@@ -94,24 +94,19 @@ type denied struct {
 
 func (d denied) empty() bool { return len(d.dirs)+len(d.files)+len(d.ro)+len(d.fixed) == 0 }
 
-// findDenied walks the folders of ws the rules name (never following a link) and lists
+// findDenied walks the folders of the workspace (root) the rules name (never following a link) and lists
 // what they deny. A file the rules hide or keep from writing that has other hard links is
 // kept so under each of its names, found by a walk of the whole workspace. The folder
 // holding what a write deny could match is read-only whole, and the folders leading to it
 // are fixed in place, so a file created or a folder renamed there later is kept too. Past
 // maxDenyWalk entries it fails: a rule the sandbox cannot enforce refuses the command, it
 // is never half-kept.
-func findDenied(ws string, rules commands.PathRules) (denied, error) {
+func findDenied(root *os.Root, rules commands.PathRules) (denied, error) {
 	var d denied
 	if rules == nil {
 		return d, nil
 	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return d, err
-	}
-	defer root.Close()
-	w := &denyWalk{root: root, rules: rules, ws: ws, seen: map[string]bool{}, inodes: map[[2]uint64]bool{}}
+	w := &denyWalk{root: root, rules: rules, ws: root.Name(), seen: map[string]bool{}, inodes: map[[2]uint64]bool{}}
 	for _, r := range rules.Roots() {
 		if err := w.walk(r); err != nil {
 			return denied{}, err

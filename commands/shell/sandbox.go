@@ -214,7 +214,8 @@ func (s *sandbox) runProbe() error {
 }
 
 // files are the descriptors bwrap is given for a run as v shows it: the seccomp filter,
-// when there is one, and a bounded run's git (boundGit.files). None unsandboxed.
+// when there is one, a bounded run's git (boundGit.files) and what it binds of the
+// workspace (v.src). None unsandboxed.
 func (s *sandbox) files(v view) ([]*os.File, error) {
 	if s.bwrap == "" {
 		return nil, nil
@@ -235,7 +236,7 @@ func (s *sandbox) files(v view) ([]*os.File, error) {
 		}
 		out = append(out, g...)
 	}
-	return out, nil
+	return append(out, v.src...), nil
 }
 
 // gitFor is how a bounded run reaches git: found once, and looked for again by each run

@@ -21,6 +21,8 @@ type view struct {
 	// at is where the programs see the workspace, when not at its own path (an effect
 	// preview's copy, bound where the workspace it copies is).
 	at string
+	// src are the host folders and files the mounts bind, open: openSources.
+	src []*os.File
 }
 
 // inside is where the host path p, the workspace or beneath it, is bound in the sandbox.
@@ -58,10 +60,11 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 // bwrapArgs builds the sandbox: its own network, pid, ipc, uts and cgroup namespaces (a
 // loopback of its own, and slirp4netns's way out when the network is granted: netArgs), killed with its parent, a new session
 // (no terminal to inject input into), the system and the root read-only, fresh /proc
-// and /dev, a bounded /tmp, /dev/shm and an empty HOME of its own, the workspace read-write
+// and a read-only /dev, a bounded /tmp, /dev/shm and an empty HOME of its own, the workspace read-write
 // at its own path as the only other writable place (less what v pins, makes read-only or hides; all of it
 // read-only in a bounded run), and nothing else of the host: no /home, /root, /run, /var
-// or /sys. An empty workspace leaves it out (the probe).
+// or /sys. Each bind of the workspace is by the descriptor of what was checked (v.src),
+// never by its path. An empty workspace leaves it out (the probe).
 //
 // The environment is not set here (--clearenv, --setenv) but given to bwrap already
 // scrubbed: its argv, unlike its environment, is readable by every user of the host.
@@ -101,6 +104,8 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 		a = v.git.args(a, bound, fd)
 		fd += len(v.git.over)
 	}
+	srcFD := fd // the workspace's sources, in the order of v.mounts
+	fd += len(v.src)
 	if s.online(v) {
 		a = netArgs(a, bound, fd)
 	}
@@ -109,22 +114,7 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 		a = append(dirsTo(a, p, bound), "--ro-bind", p, p)
 	}
 	if workspace != "" {
-		in := func(p string) string { return v.inside(workspace, p) }
-		if v.readOnly {
-			a = append(dirsTo(a, in(workspace), bound), "--ro-bind", workspace, in(workspace))
-		} else {
-			a = append(dirsTo(a, in(workspace), bound), "--bind", workspace, in(workspace))
-		}
-		// The protected paths and the deny rules' binds are one list, ordered as args says:
-		// a folder pinned or fixed by a rule must not uncover a read-only bind inside it.
-		d := v.denied
-		d.ro = slices.Concat(v.binds.ro, d.ro)
-		if v.readOnly {
-			d.fixed = nil // nothing moves in a read-only workspace; a writable bind would undo it
-		} else {
-			d.fixed = slices.Concat(v.pin, d.fixed)
-		}
-		a = append(d.args(a, in), "--chdir", in(workspace))
+		a = v.workspaceArgs(dirsTo(a, v.inside(workspace, workspace), bound), workspace, srcFD)
 	} else {
 		a = append(a, "--chdir", "/")
 	}
@@ -139,11 +129,33 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 			a = append(a, "--ro-bind", "/dev/null", h)
 		}
 	}
-	// The root bwrap makes is a tmpfs without a bound, which a sandbox of a daemon that
-	// is not root owns: read-only once everything is mounted on it. (/dev, the same, is
-	// left writable: read-only, a run ahead again in a person's profile sometimes never
-	// started.)
-	return append(a, "--remount-ro", "/")
+	// The root and /dev bwrap makes are tmpfs without a bound, which a sandbox of a daemon
+	// that is not root owns: read-only once everything is mounted on them. The remount is
+	// not recursive, so /dev/shm stays a bounded writable tmpfs and the devices bound in
+	// /dev (null, zero, urandom, tty) stay writable devices.
+	return append(a, "--remount-ro", "/dev", "--remount-ro", "/")
+}
+
+// workspaceArgs appends the mounts of workspace (v.mounts), each host path bound by its
+// descriptor (v.src, from srcFD on), and starts the program there.
+func (v view) workspaceArgs(a []string, workspace string, srcFD int) []string {
+	in := func(p string) string { return v.inside(workspace, p) }
+	n := 0 // the sources bound so far
+	for _, m := range v.mounts(workspace) {
+		switch m.kind {
+		case "dir":
+			a = emptyDir(a, in(m.path))
+		case "file":
+			a = append(a, "--ro-bind", "/dev/null", in(m.path))
+		case "fixed":
+			a = append(a, "--bind-fd", strconv.Itoa(srcFD+n), in(m.path))
+			n++
+		default:
+			a = append(a, "--ro-bind-fd", strconv.Itoa(srcFD+n), in(m.path))
+			n++
+		}
+	}
+	return append(a, "--chdir", in(workspace))
 }
 
 // emptyDir appends an empty read-only folder at p, hiding what is there.
@@ -182,44 +194,55 @@ func within(d string, roots []string) bool {
 	return false
 }
 
-// args appends the binds that keep what d holds from programs, a folder before what lies
+// mount is one mount a run makes of its workspace: kind "fixed" binds the host folder at
+// path writable onto itself, "ro" read-only, "dir" hides a folder under an empty read-only
+// tmpfs and "file" a file under /dev/null.
+type mount struct{ path, kind string }
+
+// sourced reports whether m binds a host path, opened beforehand (openSources).
+func (m mount) sourced() bool { return m.kind == "fixed" || m.kind == "ro" }
+
+// mounts lists what a run makes of workspace, in bwrap's order: the workspace itself,
+// writable or not, then what v pins, makes read-only or hides. The protected paths and
+// the deny rules' binds are one list, ordered as denied.ops says: a folder pinned or
+// fixed by a rule must not uncover a read-only bind inside it.
+func (v view) mounts(workspace string) []mount {
+	d := v.denied
+	d.ro = slices.Concat(v.binds.ro, d.ro)
+	top := mount{workspace, "fixed"}
+	if v.readOnly {
+		top.kind = "ro"
+		d.fixed = nil // nothing moves in a read-only workspace; a writable bind would undo it
+	} else {
+		d.fixed = slices.Concat(v.pin, d.fixed)
+	}
+	return append([]mount{top}, d.ops()...)
+}
+
+// ops lists the mounts that keep what d holds from programs, a folder before what lies
 // in it so that nothing bound later is uncovered by an earlier one: hidden folders are an
 // empty read-only tmpfs, hidden files /dev/null, fixed folders bound writable onto
-// themselves, and the rest bound read-only onto itself;
-// in maps a host path to where the sandbox sees it. A fixed folder at or inside one that
-// is read-only or hidden is left out: nothing there can be renamed anyway, and its
+// themselves, and the rest bound read-only onto itself. A fixed folder at or inside one
+// that is read-only or hidden is left out: nothing there can be renamed anyway, and its
 // writable bind would uncover what the read-only one keeps. On one path the writable
 // bind goes first, so the read-only or hidden one is what stays.
-func (d denied) args(a []string, in func(string) string) []string {
-	type op struct{ path, kind string }
-	var ops []op
+func (d denied) ops() []mount {
+	var ops []mount
 	kept := slices.Concat(d.dirs, d.ro)
 	for _, p := range d.fixed {
 		if !within(p, kept) {
-			ops = append(ops, op{p, "fixed"})
+			ops = append(ops, mount{p, "fixed"})
 		}
 	}
 	for _, p := range d.ro {
-		ops = append(ops, op{p, "ro"})
+		ops = append(ops, mount{p, "ro"})
 	}
 	for _, p := range d.files {
-		ops = append(ops, op{p, "file"})
+		ops = append(ops, mount{p, "file"})
 	}
 	for _, p := range d.dirs {
-		ops = append(ops, op{p, "dir"})
+		ops = append(ops, mount{p, "dir"})
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].path < ops[j].path })
-	for _, o := range ops {
-		switch o.kind {
-		case "dir":
-			a = emptyDir(a, in(o.path))
-		case "file":
-			a = append(a, "--ro-bind", "/dev/null", in(o.path))
-		case "fixed":
-			a = append(a, "--bind", o.path, in(o.path))
-		default:
-			a = append(a, "--ro-bind", o.path, in(o.path))
-		}
-	}
-	return a
+	return ops
 }

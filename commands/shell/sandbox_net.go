@@ -239,7 +239,11 @@ var past = time.Unix(1, 0)
 // start starts slirp4netns on the network namespace ns, in the process group pid leads
 // and in the agent's box, and returns the pipe it says it is ready on. As root it runs in
 // a mount namespace of its own without capabilities (--enable-sandbox); as non-root it
-// joins the user namespace that owns ns, where it may configure the interface.
+// joins the user namespace that owns ns, where it may configure the interface, and runs
+// without one: slirp4netns 1.2's --enable-sandbox then becomes uid and gid 0 in that
+// namespace (setegid(0)), which bwrap maps to agentd's uid alone, so it fails ("setegid(0);
+// parent failed"), and mapping 0 would make the programs root there. Its seccomp filter
+// and the agent's box are what bound it.
 func (n *netRun) start(ns *os.File, pid int, box *boxRun) (*os.File, error) {
 	readyR, readyW, err := os.Pipe()
 	if err != nil {

@@ -32,16 +32,12 @@ const helpersDir = commands.HelpersFolder
 // configured by; the sandbox makes them read-only.
 var gitExecuted = []string{"hooks", "config", "config.worktree"}
 
-// prepare readies workspace ws for a sandboxed run: as root, it gives the tree to the
-// sandbox's uid; and it finds what the run must protect. Nothing of the agent's runs in
-// ws meanwhile (its helpers run in agents/, left alone), so what is found stays true
-// until bwrap binds it.
-func (s *sandbox) prepare(ws string) (binds, error) {
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return binds{}, err
-	}
-	defer root.Close()
+// prepare readies the workspace, open as root (commands.OpenWorkspace), for a sandboxed
+// run: as root, it gives the tree to the sandbox's uid; and it finds what the run must
+// protect. Nothing of the agent's runs in it meanwhile (its helpers run in agents/, left
+// alone), so what is found stays true until bwrap binds it.
+func (s *sandbox) prepare(root *os.Root) (binds, error) {
+	ws := root.Name()
 	if s.asRoot {
 		if err := ownTree(root, s.o.UID, s.o.GID); err != nil {
 			return binds{}, err
@@ -55,6 +51,37 @@ func (s *sandbox) prepare(ws string) (binds, error) {
 		b.ro[i] = filepath.Join(ws, p)
 	}
 	return b, nil
+}
+
+// openSources opens, beneath the workspace's root, what the mounts bind from the host,
+// in their order. bwrap binds each by its descriptor (--bind-fd: the folder's path as the
+// kernel names it now, then checked to be the descriptor's folder, or bwrap fails), so a
+// link swapped in on the way after the checks (the workspace's own folder or a parent's,
+// a helper's agents/NAME) cannot redirect a bind as a path would. A source that is now a
+// link is refused.
+func openSources(root *os.Root, mounts []mount) ([]*os.File, error) {
+	var out []*os.File
+	for _, m := range mounts {
+		if !m.sourced() {
+			continue
+		}
+		rel, err := filepath.Rel(root.Name(), m.path)
+		if err == nil {
+			var f *os.File
+			if f, err = root.OpenFile(rel, unix.O_PATH|unix.O_NOFOLLOW, 0); err == nil {
+				out = append(out, f)
+				var st unix.Stat_t
+				if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					err = fmt.Errorf("%s is now a symlink", rel)
+				}
+			}
+		}
+		if err != nil {
+			closeAll(out)
+			return nil, fmt.Errorf("the workspace changed while it was prepared (run the command again): %w", err)
+		}
+	}
+	return out, nil
 }
 
 // ownTree gives every file and folder under root, the root included, to uid and gid,

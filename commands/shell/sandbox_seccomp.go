@@ -29,6 +29,12 @@ var seccompArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": un
 // The kernel's keyrings (add_key, request_key, keyctl) fail with ENOSYS too: they are per
 // uid, not per namespace, so every sandbox of the uid would share one store, outliving
 // each run, between agents that are otherwise apart.
+//
+// io_uring (io_uring_setup, io_uring_enter, io_uring_register) fails with ENOSYS, and
+// programs fall back to plain reads and writes: a ring's registered files and requests in
+// flight are held where no /proc listing shows them, so a file deleted but kept there
+// would grow past the disk watch, which counts what the run's processes hold through
+// /proc. It is also the kernel's most exposed interface for a sandboxed program.
 func seccompFilter() []byte {
 	const (
 		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -44,11 +50,14 @@ func seccompFilter() []byte {
 		{Code: jeq, K: seccompArch, Jt: 1},
 		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
 		{Code: ld, K: 0},                   // syscall number
-		{Code: jge, K: 0x40000000, Jt: 10}, // x32
-		{Code: jeq, K: sysClone3, Jt: 10},
-		{Code: jeq, K: unix.SYS_ADD_KEY, Jt: 9},
-		{Code: jeq, K: unix.SYS_REQUEST_KEY, Jt: 8},
-		{Code: jeq, K: unix.SYS_KEYCTL, Jt: 7},
+		{Code: jge, K: 0x40000000, Jt: 13}, // x32
+		{Code: jeq, K: sysClone3, Jt: 13},
+		{Code: jeq, K: unix.SYS_ADD_KEY, Jt: 12},
+		{Code: jeq, K: unix.SYS_REQUEST_KEY, Jt: 11},
+		{Code: jeq, K: unix.SYS_KEYCTL, Jt: 10},
+		{Code: jeq, K: unix.SYS_IO_URING_SETUP, Jt: 9},
+		{Code: jeq, K: unix.SYS_IO_URING_ENTER, Jt: 8},
+		{Code: jeq, K: unix.SYS_IO_URING_REGISTER, Jt: 7},
 		{Code: jeq, K: unix.SYS_UNSHARE, Jt: 2},
 		{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
 		{Code: ret, K: allow},

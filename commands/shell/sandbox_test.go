@@ -164,6 +164,11 @@ print("forked", n)`
 libc = ctypes.CDLL(None, use_errno=True)
 r = libc.syscall(%d, b"user", b"agentd-probe", b"x", 1, -4)
 print("keyring usable" if r >= 0 else "keyring refused")`, unix.SYS_ADD_KEY)
+	// ring sets up an io_uring of 4 entries with io_uring_setup(2), by its number here.
+	ring := fmt.Sprintf(`import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(%d, 4, ctypes.create_string_buffer(120))
+print("io_uring usable" if r >= 0 else "io_uring refused")`, unix.SYS_IO_URING_SETUP)
 	tests := []struct {
 		name    string
 		line    string
@@ -200,6 +205,10 @@ print("keyring usable" if r >= 0 else "keyring refused")`, unix.SYS_ADD_KEY)
 		// sandbox uid's, a channel between them and a store that outlives each run.
 		{name: "no_kernel_keyring", line: `python3 -c '` + keyring + `'`, want: []string{"keyring refused"},
 			notWant: []string{"keyring usable"}, rootCtl: true},
+		// A ring holds registered files and requests where the disk watch's /proc scan
+		// does not look.
+		{name: "no_io_uring", line: `python3 -c '` + ring + `'`, want: []string{"io_uring refused"},
+			notWant: []string{"io_uring usable"}, rootCtl: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

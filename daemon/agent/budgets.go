@@ -374,16 +374,18 @@ func (s *budgets) unmeasured(a *store.Agent) string {
 }
 
 // watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
-// diskWatchEvery on its workspace), and cuts the command (cancel) once the workspace is
-// over it. stop ends the watch and says why the command was cut, or "".
-func (s *budgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
+// diskWatchEvery on its workspace, counting what the programs it runs under the returned
+// context hold too), and cuts the command (cancel) once the workspace is over it. stop
+// ends the watch and says why the command was cut, or "".
+func (s *budgets) watchDisk(ctx context.Context, a *store.Agent, cancel func()) (context.Context, func() string) {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
-		return func() string { return "" }
+		return ctx, func() string { return "" }
 	}
 	var why string // set before the watch ends
+	run := &commands.Programs{}
 	end := commands.WatchDisk(a.Workspace, budget, a.DiskBytes, diskWatchEvery,
-		func() (int64, error) { return commands.DiskUsage(a.Workspace) },
+		func() (int64, error) { return run.DiskUsage(a.Workspace) },
 		func(n int64, err error) {
 			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
 			if err != nil {
@@ -392,7 +394,7 @@ func (s *budgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) 
 			}
 			cancel()
 		})
-	return func() string {
+	return commands.WithPrograms(ctx, run), func() string {
 		end()
 		return why
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // previewHarness is a harness whose agents have execute_shell in a real sandbox without
@@ -100,7 +101,8 @@ func TestAWorkspaceChangedSinceThePreviewAsksAgainWithThePreviewRunAgain(t *test
 	if body, _ := os.ReadFile(notes); string(body) != "a person wrote this\n" {
 		t.Fatalf("notes.txt = %q after a refused apply", body)
 	}
-	if !shownAskedAgain(followed(), again.Pending) {
+	// The followers' stream is delivered apart from the state the test waited on.
+	if !testutil.Wait(10*time.Second, func() bool { return shownAskedAgain(followed(), again.Pending) }) {
 		t.Errorf("no proposal event showed the proposal asked again, with its agent awaiting it: chat and follow keep the stale preview")
 	}
 	if _, err := h.decide(a.ID, again.Pending, "y"); err != nil {

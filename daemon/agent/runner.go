@@ -275,11 +275,11 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s.helpers, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
-		stopWatch := r.s.budgets.watchDisk(st.a, st.cancel)
+		watched, stopWatch := r.s.budgets.watchDisk(st.execCtx, st.a, st.cancel)
 		if st.apply {
-			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
+			o.Output, o.Err = applyPreview(watched, r.s.previews, st.a, p)
 		} else {
-			o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+			o.Output, o.Err = commands.Run(watched, cmd, env, p.Args, l.Limits)
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {

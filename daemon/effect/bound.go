@@ -69,12 +69,13 @@ func (b *diskBound) place(ctx context.Context, s *checkpoint.Store, from checkpo
 	return took, nil
 }
 
-// measure is the disk the copy and the store take now; over the room once the quota is full.
-func (b *diskBound) measure() (int64, error) {
+// measure is the disk the copy (with what run's programs hold there) and the store take
+// now; over the room once the quota is full.
+func (b *diskBound) measure(run *commands.Programs) (int64, error) {
 	if b.q.full() {
 		return b.room + 1, nil
 	}
-	v, err := commands.DiskUsage(b.view)
+	v, err := run.DiskUsage(b.view)
 	if err != nil {
 		return 0, err
 	}
@@ -90,7 +91,9 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs0, known := commands.FSUsed(b.view)
-	stop := commands.WatchDisk(b.view, b.room, took, boundEvery, b.measure, func(n int64, err error) {
+	run := &commands.Programs{}
+	ctx = commands.WithPrograms(ctx, run)
+	stop := commands.WatchDisk(b.view, b.room, took, boundEvery, func() (int64, error) { return b.measure(run) }, func(n int64, err error) {
 		b.over = b.overBy(n, took)
 		if err != nil {
 			b.over = b.unmeasured(err)
@@ -109,7 +112,7 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 		b.grew = max(fs1-fs0, 0)
 		return out, err // the file system grew less than that: no walk needed
 	}
-	n, merr := b.measure()
+	n, merr := b.measure(nil) // its programs are gone, and what they held is freed
 	switch {
 	case merr != nil:
 		b.over = b.unmeasured(merr)

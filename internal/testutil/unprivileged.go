@@ -67,6 +67,22 @@ func AsUnprivileged(t *testing.T) bool {
 	return true
 }
 
+// AsRootAndNot runs test as both kinds of daemon: as root (subtest as_root, skipped when
+// the suite is not root) and as one that is not root (as_unprivileged, AsUnprivileged).
+func AsRootAndNot(t *testing.T, test func(t *testing.T)) {
+	t.Run("as_root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("the suite does not run as root")
+		}
+		test(t)
+	})
+	t.Run("as_unprivileged", func(t *testing.T) {
+		if !AsUnprivileged(t) {
+			test(t)
+		}
+	})
+}
+
 // unprivilegedCopy makes a folder uid Unprivileged may enter, with a copy of
 // the running test binary in it that the uid may run (the go tool's build folder is
 // root's alone).

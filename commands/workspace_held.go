@@ -1,0 +1,265 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Programs are the programs one command runs, as a disk watch counts them: a file they
+// hold open or mapped takes disk on the workspace's file system whether or not a name
+// still leads to it (`exec 3>h; rm h; cat /dev/urandom >&3`), so a measure of the run
+// (Programs.DiskUsage) counts it. The shell commands add each sandbox they start
+// (Started) to the Programs the command's context carries (WithPrograms); nil is a run
+// of no programs.
+//
+// The run's programs are exactly those in its sandbox's pid namespace (bwrap
+// --unshare-pid): none can leave it, since entering or making another pid namespace takes
+// a capability the sandbox drops (and its seccomp filter refuses new user namespaces,
+// where one could be had). When the run ends its namespace dies with every program in
+// it, and what they held is freed. A program run unsandboxed (sandbox "none") is in the
+// daemon's own namespace and counts for nothing here: that mode does not contain.
+type Programs struct {
+	mu      sync.Mutex
+	leaders map[int]bool // the started programs' pids, not reaped yet
+}
+
+type programsKey struct{}
+
+// WithPrograms returns ctx carrying r: the sandboxes a command starts under it join r.
+func WithPrograms(ctx context.Context, r *Programs) context.Context {
+	return context.WithValue(ctx, programsKey{}, r)
+}
+
+// ProgramsOf is the Programs ctx carries, or nil.
+func ProgramsOf(ctx context.Context) *Programs {
+	r, _ := ctx.Value(programsKey{}).(*Programs)
+	return r
+}
+
+// Started adds the program pid (a sandbox's bwrap, or a program in a pid namespace of
+// its own) to r until end is called, which the caller does before it reaps pid, so the
+// number never names a stranger.
+func (r *Programs) Started(pid int) (end func()) {
+	if r == nil {
+		return func() {}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leaders == nil {
+		r.leaders = map[int]bool{}
+	}
+	r.leaders[pid] = true
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.leaders, pid)
+	}
+}
+
+// DiskUsage is DiskUsage(ws) and, once each, the files on ws's file system r's programs
+// hold (through a descriptor or a mapping) that no name in ws leads to. It fails when one
+// of r's programs cannot be looked into while it runs, or holds such a file mapped with no
+// descriptor that a daemon that is not root cannot measure (the kernel lets only a
+// privileged reader look through /proc/PID/map_files): what it cannot see is never taken
+// for nothing.
+func (r *Programs) DiskUsage(ws string) (int64, error) {
+	pids := r.pids()
+	if len(pids) == 0 {
+		return DiskUsage(ws)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(ws, &st); err != nil {
+		return DiskUsage(ws) // which says why
+	}
+	h := &held{dev: st.Dev, bytes: map[[2]uint64]int64{}, mapped: map[[2]uint64]bool{}}
+	for _, pid := range pids {
+		if err := h.sandbox(pid); err != nil {
+			return 0, err
+		}
+	}
+	for k := range h.bytes {
+		delete(h.mapped, k) // another program holds it open: counted
+	}
+	if len(h.mapped) > 0 {
+		return 0, fmt.Errorf("disk usage: a program of the command holds a deleted file of the workspace mapped with no descriptor, which cannot be measured " +
+			"(only root may look through /proc/PID/map_files, and only while the program's first thread runs): " +
+			"the command was stopped; let it keep a descriptor of the files it maps, or run agentd as root")
+	}
+	// Held files are counted here, named or not, and the walk skips them: a file linked
+	// or unlinked meanwhile (O_TMPFILE and linkat) is never missed by both.
+	u := &usage{seen: map[[2]uint64]bool{}, held: len(h.bytes) > 0}
+	for k := range h.bytes {
+		u.seen[k] = true
+	}
+	n, err := u.walk(ws)
+	if err != nil {
+		return 0, err
+	}
+	for _, b := range h.bytes {
+		n += b
+	}
+	return n, nil
+}
+
+func (r *Programs) pids() []int {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pids := make([]int, 0, len(r.leaders))
+	for pid := range r.leaders {
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// held is what one run's programs hold on the file system dev.
+type held struct {
+	dev    uint64
+	bytes  map[[2]uint64]int64 // (device, inode) of files held, and the disk each takes
+	mapped map[[2]uint64]bool  // deleted files mapped with no descriptor that could not be looked at
+}
+
+// sandbox adds what the programs in leader's pid namespace hold: leader's own, when it is
+// the namespace's first program, else its child's (bwrap's). A leader whose sandbox is not
+// up yet, or gone, holds nothing.
+func (h *held) sandbox(leader int) error {
+	self, err := nsOf("self")
+	if err != nil {
+		return fmt.Errorf("disk usage: cannot tell the daemon's pid namespace: %w", err)
+	}
+	ns, found := [2]uint64{}, false
+	candidates := []string{strconv.Itoa(leader)}
+	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", leader, leader)); err == nil {
+		candidates = append(candidates, strings.Fields(string(kids))...)
+	}
+	for _, p := range candidates {
+		if n, err := nsOf(p); err == nil && n != self {
+			ns, found = n, true
+			break
+		}
+	}
+	if !found {
+		return nil
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("disk usage: cannot list the programs running: %w", err)
+	}
+	for _, e := range procs {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		// A program of the sandbox runs under the daemon's uid, or a uid root reads: one
+		// whose namespace the daemon may not read is none of the run's.
+		if n, err := nsOf(e.Name()); err == nil && n == ns {
+			if err := h.process(e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nsOf is the pid namespace process p (a number or "self") is in.
+func nsOf(p string) ([2]uint64, error) {
+	var st unix.Stat_t
+	err := unix.Stat("/proc/"+p+"/ns/pid", &st)
+	return [2]uint64{st.Dev, st.Ino}, err
+}
+
+// process adds the files on h.dev that process p holds, thread by thread: a thread may
+// have descriptors of its own, and the first may have exited while others run on.
+func (h *held) process(p string) error {
+	tasks, err := os.ReadDir("/proc/" + p + "/task")
+	if err != nil {
+		return h.unread("/proc/"+p, err)
+	}
+	for _, t := range tasks {
+		if err := h.task("/proc/"+p, "/proc/"+p+"/task/"+t.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// task adds what the thread at dir of process proc holds through its descriptors, then
+// its mappings. A thread that is gone holds nothing; one that cannot be read fails the
+// measure.
+func (h *held) task(proc, dir string) error {
+	fds, err := os.ReadDir(dir + "/fd")
+	if err != nil {
+		return h.unread(dir, err)
+	}
+	for _, fd := range fds {
+		h.file(dir + "/fd/" + fd.Name())
+	}
+	maps, err := os.ReadFile(dir + "/maps")
+	if err != nil {
+		return h.unread(dir, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		// start-end perms offset major:minor inode path, " (deleted)" after a file no name
+		// leads to (the kernel's mark; a name ending so only fails the measure)
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 || f[4] == "0" || !bytes.HasSuffix(sc.Bytes(), []byte(" (deleted)")) {
+			continue
+		}
+		maj, min, _ := strings.Cut(f[3], ":")
+		ma, err1 := strconv.ParseUint(maj, 16, 32)
+		mi, err2 := strconv.ParseUint(min, 16, 32)
+		ino, err3 := strconv.ParseUint(f[4], 10, 64)
+		if errors.Join(err1, err2, err3) != nil || unix.Mkdev(uint32(ma), uint32(mi)) != h.dev {
+			continue
+		}
+		if _, ok := h.bytes[[2]uint64{h.dev, ino}]; ok {
+			continue
+		}
+		// Only the process has map_files, which a first thread that exited takes with it:
+		// a mapping not found there cannot be measured, as one root alone may look at.
+		if !h.file(proc + "/map_files/" + f[0]) {
+			h.mapped[[2]uint64{h.dev, ino}] = true
+		}
+	}
+	return nil
+}
+
+// file adds the regular file on h.dev that the /proc link at link leads to, and says
+// whether it could be looked at (a descriptor closed meanwhile holds nothing).
+func (h *held) file(link string) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(link, &st); err != nil {
+		return false
+	}
+	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		h.bytes[[2]uint64{st.Dev, st.Ino}] = max(st.Blocks*512, MinEntryBytes)
+	}
+	return true
+}
+
+// unread is the error of a measure that could not read the descriptors or mappings of
+// the thread at dir; nil when it is gone or has exited (a zombie, whose files are closed).
+func (h *held) unread(dir string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if stat, serr := os.ReadFile(dir + "/stat"); serr == nil {
+		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			return nil
+		}
+	}
+	return fmt.Errorf("disk usage: cannot read what a program of the command holds open (%s: %w), so the disk it takes cannot be counted: the command was stopped", dir, err)
+}

@@ -1,0 +1,181 @@
+package commands
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// held8MiB is what the programs below hold on the workspace's file system with no name.
+const held8MiB = 8 << 20
+
+// startInPidNamespace starts script with sh in ws, in a pid namespace of its own (and a
+// user namespace when the test is not root, as the sandbox does), counted in the
+// returned Programs, and waits for it to print "ready". The program is killed at the end.
+func startInPidNamespace(t testing.TB, ws, script string) *Programs {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Dir = ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() != 0 {
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a program in a pid namespace of its own here: %v", err)
+	}
+	p := &Programs{}
+	end := p.Started(cmd.Process.Pid)
+	t.Cleanup(func() {
+		end()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the program did not get ready: %q %v", line, err)
+	}
+	return p
+}
+
+func TestProgramsDiskUsageCountsAFileItsProgramKeepsOpenAfterDeletingIt(t *testing.T) {
+	testutil.AsRootAndNot(t, programKeepsDeletedFileOpen)
+}
+
+func programKeepsDeletedFileOpen(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(ws+"/small", []byte("x"), 0o644)
+	p := startInPidNamespace(t, ws, `exec 3>h; rm h; head -c 8388608 /dev/zero >&3; echo ready; exec sleep 600`)
+	named, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := p.DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if named >= held8MiB || all < named+held8MiB {
+		t.Fatalf("the walk counts %d bytes and the run's measure %d: want the 8 MiB the program holds with no name counted by the run's measure only", named, all)
+	}
+	// The watch, with a budget the walk alone keeps within, cuts.
+	cut := make(chan error, 1)
+	stop := WatchDisk(ws, named+held8MiB/2, named, time.Millisecond, func() (int64, error) { return p.DiskUsage(ws) },
+		func(n int64, err error) { cut <- err })
+	defer stop()
+	select {
+	case err := <-cut:
+		if err != nil {
+			t.Fatalf("cut because the measure failed (%v), want over the budget", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the watch never cut a run holding 8 MiB with no name past a 4 MiB budget")
+	}
+}
+
+// A file the program maps and no longer has a descriptor of is held by the mapping alone:
+// root counts it; a daemon that is not root cannot look at it and the measure fails.
+func TestProgramsDiskUsageCountsOrFailsOnADeletedFileHeldOnlyByAMapping(t *testing.T) {
+	testutil.AsRootAndNot(t, programMapsDeletedFile)
+}
+
+func programMapsDeletedFile(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to map a file with")
+	}
+	ws := t.TempDir()
+	p := startInPidNamespace(t, ws, `exec `+python+` -c '
+import mmap, os, time
+fd = os.open("h", os.O_RDWR | os.O_CREAT, 0o600)
+os.unlink("h")
+os.ftruncate(fd, 8 << 20)
+m = mmap.mmap(fd, 8 << 20)
+for d in os.listdir("/proc/self/fd"):  # the copy mmap keeps too: the mapping alone holds the file
+    if int(d) > 2:
+        try:
+            os.close(int(d))
+        except OSError:
+            pass
+m[:] = b"x" * (8 << 20)
+m.flush()
+print("ready", flush=True)
+time.sleep(600)
+'`)
+	named, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := p.DiskUsage(ws)
+	if os.Geteuid() != 0 {
+		testutil.WantErr(t, err, "cannot be measured")
+		return
+	}
+	if err != nil || all < named+held8MiB {
+		t.Fatalf("the walk counts %d bytes and the run's measure %d (%v): want the 8 MiB mapped with no name or descriptor counted", named, all, err)
+	}
+}
+
+// A program that is gone holds nothing: the measure is the walk's once the run ended.
+func TestProgramsDiskUsageIsTheWalkOnceItsProgramsAreGone(t *testing.T) {
+	ws := t.TempDir()
+	p := startInPidNamespace(t, ws, `exec 3>h; rm h; head -c 8388608 /dev/zero >&3; echo ready; exec sleep 600`)
+	for _, pid := range p.pids() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	named, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, "the killed program's file to be freed", func() bool {
+		all, err := p.DiskUsage(ws)
+		return err == nil && all == named
+	})
+}
+
+// What a look of the disk watch costs on a 1,000-file workspace while a program in a pid
+// namespace of its own holds a file there with no name: statfs (every look), the walk
+// alone (before), and the walk with the scan of the run's programs (what a measure costs
+// now; its share of /proc's listing grows with the programs running on the machine).
+func BenchmarkDiskWatchLook(b *testing.B) {
+	ws := b.TempDir()
+	for i := range 1000 {
+		if err := os.WriteFile(fmt.Sprintf("%s/f%d", ws, i), []byte("x"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := startInPidNamespace(b, ws, `exec 3>h; rm h; head -c 1048576 /dev/zero >&3; echo ready; exec sleep 600`)
+	procs, _ := os.ReadDir("/proc")
+	b.Logf("%d entries in /proc", len(procs))
+	b.Run("statfs", func(b *testing.B) {
+		for b.Loop() {
+			FSUsed(ws)
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := DiskUsage(ws); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("walk_and_scan", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.DiskUsage(ws); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

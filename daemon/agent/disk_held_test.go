@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// A sandboxed command that deletes a file and keeps writing it takes the workspace's disk
+// where no walk finds it; it is cut at the agent's disk budget all the same, as root and
+// as a daemon that is not root, and its result says why.
+func TestCommandWritingAFileItDeletedIsCutAtTheDiskBudget(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		sh := realShellWith(t, shell.Options{})
+		h := newHarness(t, func(o *Options) {
+			o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
+			o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+		})
+		// 8 MiB every tenth of a second for 160 MiB, held 15 s more (the watch measures every
+		// tenth look whatever statfs says, which others writing and freeing meanwhile blur),
+		// unless it is cut.
+		h.fake.Script(shellReply(`exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3; sync; sleep 0.1; i=$((i+1)); done; sleep 15; echo finished`))
+		listForever(h)
+		a := autoAgent(h, 10)
+		h.approve(a.ID, "execute_shell")
+		var ran *api.Episode
+		testutil.Eventually(t, time.Minute, "the command's result", func() bool {
+			for _, ep := range h.history(a.ID) {
+				if ep.Command == "execute_shell" {
+					ran = &ep
+				}
+			}
+			return ran != nil
+		})
+		if !strings.Contains(ran.Result, "cut off: its workspace grew to") || strings.Contains(ran.Result, "finished") {
+			t.Fatalf("result %q; want the command cut at the disk budget, saying why", ran.Result)
+		}
+	})
+}

@@ -1,0 +1,27 @@
+package effect
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// A run ahead (model output alone: no person approved anything) that deletes a file in
+// its copy and keeps writing it is stopped at its room: as root by its quota, and by a
+// daemon that is not root, which has the watch alone, because the watch counts what the
+// run's programs hold with no name.
+func TestRunAheadWritingAFileItDeletedIsStoppedAtItsRoom(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		f.room = 16 << 20
+		eff, out := f.run(t, `exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3 || exit 1; sync; sleep 0.1; i=$((i+1)); done; echo WROTE-ALL-160MiB`)
+		// As root the quota's ENOSPC may end the run before the watch looks: its writes fail.
+		stopped := os.Geteuid() == 0 || strings.Contains(eff.None, "wrote past")
+		if strings.Contains(eff.Output+out, "WROTE-ALL-160MiB") || !stopped {
+			t.Fatalf("a run ahead wrote 160 MiB into a file it deleted, past its 16 MiB room: preview %q, output %q", eff.None, eff.Output+out)
+		}
+	})
+}
