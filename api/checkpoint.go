@@ -141,13 +141,3 @@ var RewindRoute = register(Route[RewindRequest, *Rewind]{Method: "POST", Path: "
 	Call: func(ctx context.Context, s Service, ref string, in RewindRequest) (*Rewind, error) {
 		return s.Rewind(ctx, ref, in)
 	}})
-
-// Diff returns what a step changed in the agent's workspace (Step 0: the latest step).
-func (c *Client) Diff(ctx context.Context, agent string, req DiffRequest) (*StepChange, error) {
-	return DiffRoute.Do(ctx, c, agent, req)
-}
-
-// Rewind puts the agent's workspace back as before a step, or says what it would restore.
-func (c *Client) Rewind(ctx context.Context, agent string, req RewindRequest) (*Rewind, error) {
-	return RewindRoute.Do(ctx, c, agent, req)
-}

@@ -27,9 +27,10 @@ const SocketEnv = "AGENTD_SOCKET"
 func DefaultSocketPath() string { return SocketPlaces()[0].Path }
 
 // Client talks to agentd over its unix socket. The zero value uses DefaultSocketPath.
-// Agents and the daemon itself are its own methods; memory, team runs, schedules,
-// permission patterns, grants and the web console each have a small typed client over
-// the same transport: c.Memory().Search, c.Schedules().Add, c.Grants().Revoke.
+// Each call is its route's Do on the client, typed by the route's row:
+// api.PauseRoute.Do(ctx, c, "bob", api.None{}), api.AddScheduleRoute.Do(ctx, c, "", req);
+// its own methods are the calls a route alone does not make (the agent list read as it
+// comes, the event streams).
 type Client struct {
 	// Socket overrides the socket path.
 	Socket string
@@ -178,96 +179,11 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	return resp, nil
 }
 
-// Audit lists audit log entries, oldest first.
-func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
-	return AuditRoute.Do(ctx, c, "", q)
-}
-
-// Replay returns a run step by step; ref is a run id, or an agent for its latest run.
-func (c *Client) Replay(ctx context.Context, ref string) (*Replay, error) {
-	return ReplayRoute.Do(ctx, c, ref, None{})
-}
-
-// Doctor runs the daemon's health checks: the model server and model, the store, disk
-// space, and every configured integration.
-func (c *Client) Doctor(ctx context.Context) (*DoctorReport, error) {
-	return DoctorRoute.Do(ctx, c, "", None{})
-}
-
-// Reload makes agentd re-read its config file and apply what can change while it runs.
-// A bad file is refused (ErrConflict, every problem listed) and the old config stays.
-func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
-	return ReloadRoute.Do(ctx, c, "", None{})
-}
-
-// Status returns the daemon's status.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	return StatusRoute.Do(ctx, c, "", None{})
-}
-
 // EachAgent calls fn with each agent, oldest first, as the daemon's reply is read: a long
 // list is never held whole. It stops at fn's first error and returns it.
 func (c *Client) EachAgent(ctx context.Context, q AgentQuery, fn func(Agent) error) error {
 	_, err := list(ctx, c, AgentsRoute, q, Page{}, fn)
 	return err
-}
-
-// CreateAgent creates an agent (and starts its run unless req.Start is false).
-func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*Agent, error) {
-	return CreateAgentRoute.Do(ctx, c, "", req)
-}
-
-// Agent returns one agent by id or unique name.
-func (c *Client) Agent(ctx context.Context, agent string) (*Agent, error) {
-	return AgentRoute.Do(ctx, c, agent, None{})
-}
-
-// DeleteAgent stops and removes an agent and its history.
-func (c *Client) DeleteAgent(ctx context.Context, agent string) error {
-	_, err := DeleteAgentRoute.Do(ctx, c, agent, None{})
-	return err
-}
-
-// Decide records a decision on the agent's current proposal.
-func (c *Client) Decide(ctx context.Context, agent string, req DecideRequest) (*Decision, error) {
-	return DecideRoute.Do(ctx, c, agent, req)
-}
-
-// Answer answers the agent's pending question.
-func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) error {
-	_, err := AnswerRoute.Do(ctx, c, agent, req)
-	return err
-}
-
-// TaskRun gives an idle agent a follow-up task, with a budget for the run it starts.
-func (c *Client) TaskRun(ctx context.Context, agent string, req TaskRequest) (*Agent, error) {
-	return TaskRoute.Do(ctx, c, agent, req)
-}
-
-// SetBudget changes an agent's own budget over all its runs; an agent paused by its
-// budget goes on when the new one allows.
-func (c *Client) SetBudget(ctx context.Context, agent string, req BudgetRequest) (*Agent, error) {
-	return BudgetRoute.Do(ctx, c, agent, req)
-}
-
-// Pause pauses an agent after its current step.
-func (c *Client) Pause(ctx context.Context, agent string) (*Agent, error) {
-	return PauseRoute.Do(ctx, c, agent, None{})
-}
-
-// Resume resumes a paused (or failed) agent.
-func (c *Client) Resume(ctx context.Context, agent string) (*Agent, error) {
-	return ResumeRoute.Do(ctx, c, agent, None{})
-}
-
-// Stop ends the agent's current run; the agent stays, idle.
-func (c *Client) Stop(ctx context.Context, agent string) (*Agent, error) {
-	return StopRoute.Do(ctx, c, agent, None{})
-}
-
-// History returns the agent's episodes, oldest first.
-func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
-	return HistoryRoute.Do(ctx, c, agent, None{})
 }
 
 // Commands lists the commands the agent may use now, with class, effective policy and the
@@ -289,6 +205,14 @@ func (c *Client) EventsOpened(ctx context.Context, agent string, since int64, op
 		return c.stream(ctx, EventsRoute.URL("", since), opened, fn)
 	}
 	return c.stream(ctx, AgentEventsRoute.URL(agent, since), opened, fn)
+}
+
+// TeamEvents streams a team run's transcript into fn: the entries after the one whose Seq
+// is since (0: all of it), then each new one as it is written, until the run ends (the
+// last event is the TurnEnd entry) or ctx does. A stream that ends without the end (the
+// daemon stopped, the follower fell behind) returns nil: call again with the last Seq seen.
+func (c *Client) TeamEvents(ctx context.Context, team string, since int, fn func(Event) error) error {
+	return c.stream(ctx, TeamEventsRoute.URL(team, int64(since)), nil, fn)
 }
 
 // stream reads the NDJSON event stream at path into fn, after opened (may be nil): the

@@ -89,8 +89,7 @@ func (rt Route[In, Out]) URL(ref string, in In) string {
 }
 
 // Do makes one request of rt on c for ref and in, decoding the reply into Out: the one
-// generic call under every Client method, and what a test uses for a route the Client
-// has no method for.
+// call of every route, for agentctl and tests alike.
 func (rt Route[In, Out]) Do(ctx context.Context, c *Client, ref string, in In) (Out, error) {
 	var out Out
 	var body any
@@ -111,6 +110,12 @@ func (rt Route[In, Out]) Do(ctx context.Context, c *Client, ref string, in In) (
 		return out, fmt.Errorf("client: decoding %s %s: %w", rt.Method, path, err)
 	}
 	return out, nil
+}
+
+// Send is Do for a call whose reply is not needed (a route replying None).
+func (rt Route[In, Out]) Send(ctx context.Context, c *Client, ref string, in In) error {
+	_, err := rt.Do(ctx, c, ref, in)
+	return err
 }
 
 // pathValue is the request's one path value, named by the pattern's {name}.
@@ -171,12 +176,7 @@ func (rt StreamRoute) URL(ref string, since int64) string {
 // endpoints is every Route, in the order declared; register adds one.
 var endpoints []Endpoint
 
-func register[In, Out any](rt Route[In, Out]) Route[In, Out] {
-	endpoints = append(endpoints, rt)
-	return rt
-}
-
-func registerList[Q, T any](rt ListRoute[Q, T]) ListRoute[Q, T] {
+func register[E Endpoint](rt E) E {
 	endpoints = append(endpoints, rt)
 	return rt
 }

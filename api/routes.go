@@ -8,13 +8,13 @@ import (
 )
 
 // The API's routes: each method of Service once, with its method, path and status; the
-// daemon serves them all (daemon/localapi) and the Client methods call them. A new verb
-// is one file here (its types, its Route and its Client method, as why.go) and a line
-// in the Service interface.
+// daemon serves them all (daemon/localapi) and a client calls one with its Do. A new verb
+// is one file here (its types and its Route, as why.go) and a line in the Service
+// interface.
 var (
 	StatusRoute = register(Route[None, *Status]{Method: "GET", Path: "/v0/status",
 		Call: byNothing(Service.Status)})
-	AgentsRoute = registerList(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
+	AgentsRoute = register(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
 		Call: func(ctx context.Context, s Service, q AgentQuery, p Page) ([]Agent, string, error) {
 			l, err := s.ListAgents(ctx, q, p)
 			if err != nil {

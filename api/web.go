@@ -35,20 +35,3 @@ var WebLoginRoute = register(Route[None, *WebLogin]{Method: "POST", Path: "/v0/w
 // WebLogoutRoute serves Service.WebLogout.
 var WebLogoutRoute = register(Route[None, *WebLogout]{Method: "POST", Path: "/v0/web/logout",
 	Call: byNothing(Service.WebLogout)})
-
-// WebClient reaches the web console's sessions: c.Web().Login(ctx).
-type WebClient struct{ c *Client }
-
-// Web returns the client for the web console, over c's transport.
-func (c *Client) Web() WebClient { return WebClient{c} }
-
-// Login starts the web console if it is off and returns a one-time login URL.
-func (w WebClient) Login(ctx context.Context) (*WebLogin, error) {
-	return WebLoginRoute.Do(ctx, w.c, "", None{})
-}
-
-// Logout logs every browser out of the web console: their pages and live streams stop
-// at once, and login URLs not used yet stop working.
-func (w WebClient) Logout(ctx context.Context) (*WebLogout, error) {
-	return WebLogoutRoute.Do(ctx, w.c, "", None{})
-}

@@ -1,7 +1,5 @@
 package api
 
-import "context"
-
 // Why explains the decision on an agent's last decided proposal (agentctl why).
 type Why struct {
 	AgentID  string   `json:"agent_id"`
@@ -21,9 +19,3 @@ type Why struct {
 // WhyRoute serves Service.Why.
 var WhyRoute = register(Route[None, *Why]{Method: "GET", Path: "/v0/agents/{agent}/why",
 	Call: byRef(Service.Why)})
-
-// Why explains the decision on the agent's last decided proposal: who or which rule made
-// it, from where, and why.
-func (c *Client) Why(ctx context.Context, agent string) (*Why, error) {
-	return WhyRoute.Do(ctx, c, agent, None{})
-}

@@ -107,7 +107,7 @@ func TestInstalledDaemonStartsWithItsFiles(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, err := c.Status(ctx)
+		st, err := api.StatusRoute.Do(ctx, c, "", api.None{})
 		if err != nil {
 			return false
 		}

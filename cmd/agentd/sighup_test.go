@@ -83,11 +83,11 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 		t.Helper()
 		testutil.Eventually(t, 20*time.Second, what, func() bool { alive(); return ok() })
 	}
-	waitFor("agentd to answer on its socket", func() bool { _, err := c.Status(ctx); return err == nil })
+	waitFor("agentd to answer on its socket", func() bool { _, err := api.StatusRoute.Do(ctx, c, "", api.None{}); return err == nil })
 
 	var ids []string
 	for i := range 2 {
-		a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
+		a, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
 			Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +113,10 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the model to switch to m2", func() bool { st, err := c.Status(ctx); return err == nil && st.Ollama.Model == "m2" })
+	waitFor("the model to switch to m2", func() bool {
+		st, err := api.StatusRoute.Do(ctx, c, "", api.None{})
+		return err == nil && st.Ollama.Model == "m2"
+	})
 	before := map[string]int{}
 	for _, id := range ids {
 		before[id] = len(proposals(id))
@@ -148,14 +151,14 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	if !strings.Contains(string(b), "ollama.max_context") {
 		t.Errorf("the refusal does not name ollama.max_context:\n%s", b)
 	}
-	st, err := c.Status(ctx)
+	st, err := api.StatusRoute.Do(ctx, c, "", api.None{})
 	if err != nil || st.Ollama.Model != "m2" {
 		t.Fatalf("after a refused reload: model %q (err %v), want m2 still", st.Ollama.Model, err)
 	}
 	for _, id := range ids {
 		n := len(proposals(id))
 		waitFor("steps after the refused reload", func() bool { return len(proposals(id)) >= n+2 })
-		a, err := c.Agent(ctx, id)
+		a, err := api.AgentRoute.Do(ctx, c, id, api.None{})
 		if err != nil {
 			t.Fatalf("agent %s lost: %v", id, err)
 		}

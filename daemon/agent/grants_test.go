@@ -67,7 +67,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	)
 	c := h.serveAPI()
 	ctx := context.Background()
-	a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"test things"}})
+	a, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"test things"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.ProposalID, req.By, req.Source = p.ID, "root", "agentctl"
-		d, err := c.Decide(ctx, a.Name, req)
+		d, err := api.DecideRoute.Do(ctx, c, a.Name, req)
 		if err != nil {
 			t.Fatalf("decide %q on %s: %v", text, p.ID, err)
 		}
@@ -102,14 +102,14 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if !strings.Contains(string(p7.Args), "other.txt") {
 		t.Fatalf("pending after the count grant: %s %s, want the write of other.txt", p7.Command, p7.Args)
 	}
-	if v, _ := c.Agent(ctx, a.Name); v.Policy.Mode != "ask" || v.Policy.AutoSteps != 0 {
+	if v, _ := api.AgentRoute.Do(ctx, c, a.Name, api.None{}); v.Policy.Mode != "ask" || v.Policy.AutoSteps != 0 {
 		t.Errorf("policy after the count grant ran out: %+v, want ask", v.Policy)
 	}
-	revoked, err := c.Grants().Revoke(ctx, a.Name, api.RevokeRequest{ID: exact.Grant, By: "root"})
+	revoked, err := api.RevokeGrantRoute.Do(ctx, c, a.Name, api.RevokeRequest{ID: exact.Grant, By: "root"})
 	if err != nil || revoked.State != api.GrantRevoked || revoked.RevokedBy != "root" {
 		t.Fatalf("revoke: %+v, %v", revoked, err)
 	}
-	if _, err := c.Grants().Revoke(ctx, a.Name, api.RevokeRequest{ID: exact.Grant}); err == nil {
+	if _, err := api.RevokeGrantRoute.Do(ctx, c, a.Name, api.RevokeRequest{ID: exact.Grant}); err == nil {
 		t.Error("revoking twice succeeded")
 	}
 	decide("other.txt", "y")
@@ -119,7 +119,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 
 	// Widening: the preview lists what the pattern would have approved, before it is stored.
-	pv, err := c.Grants().Add(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
+	pv, err := api.AddGrantRoute.Do(ctx, c, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if pv.Grant != nil || pv.Looked != 8 || len(pv.Matches) != 4 || pv.Matches[0].ProposalID != p8.ID || pv.Matches[0].Subject != "notes.txt" {
 		t.Fatalf("preview %+v, want the four writes of notes.txt among 8 proposals, newest first, nothing stored", pv)
 	}
-	if gl, _ := c.Grants().List(ctx, a.Name); len(gl.Grants) != 2 {
+	if gl, _ := api.GrantsRoute.Do(ctx, c, a.Name, api.None{}); len(gl.Grants) != 2 {
 		t.Fatalf("grants after a dry run: %+v, want the two made by decisions", gl.Grants)
 	}
-	stored, err := c.Grants().Add(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
+	stored, err := api.AddGrantRoute.Do(ctx, c, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
 	if err != nil || stored.Grant == nil || len(stored.Matches) != len(shown) {
 		t.Fatalf("add grant: %+v, %v", stored, err)
 	}
@@ -142,7 +142,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}).Pending
 
 	// Every automatic approval names its grant, with the countdown.
-	rp, err := c.Replay(ctx, a.Name)
+	rp, err := api.ReplayRoute.Do(ctx, c, a.Name, api.None{})
 	got := grantsNamed(t, rp, err)
 	day := stored.Grant.CreatedAt.Format("2006-01-02")
 	want := []string{
@@ -154,7 +154,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("decisions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	hist, err := c.History(ctx, a.Name)
+	hist, err := api.HistoryRoute.Do(ctx, c, a.Name, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,14 +167,14 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 of 2 left)") {
 		t.Errorf("history's grant approvals %q, want the five, named with their countdown", byGrant)
 	}
-	w, err := c.Why(ctx, a.Name)
+	w, err := api.WhyRoute.Do(ctx, c, a.Name, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.Grant == nil || w.Grant.ID != stored.Grant.ID || w.Grant.Used != 2 || !strings.Contains(w.Reason, "rule write_file(notes.txt)") {
 		t.Errorf("why: %+v, want the pattern grant named, used twice", w)
 	}
-	gl, err := c.Grants().List(ctx, a.Name)
+	gl, err := api.GrantsRoute.Do(ctx, c, a.Name, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestBadAPIInput(t *testing.T) {
 	p2 := waitAgent(t, c, kilo.ID, "kilo's second proposal", 10*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != p1.ID
 	}).Pending
-	if _, err := c.Stop(ctx, kilo.ID); err != nil {
+	if _, err := api.StopRoute.Do(ctx, c, kilo.ID, api.None{}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, c, map[string]string{"kilo": kilo.ID})
@@ -121,7 +121,7 @@ func TestBadAPIInput(t *testing.T) {
 	if !d.running() {
 		t.Fatal("agentd exited")
 	}
-	if _, err := c.Status(ctx); err != nil {
+	if _, err := api.StatusRoute.Do(ctx, c, "", api.None{}); err != nil {
 		t.Fatalf("status after bad input: %v", err)
 	}
 	agents, err := apitest.Agents(ctx, c)

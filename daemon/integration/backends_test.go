@@ -36,20 +36,20 @@ func poolConfig(urls ...string) string {
 func keepMoving(ctx context.Context, t *testing.T, c *api.Client, ids []string) {
 	for ctx.Err() == nil {
 		for _, id := range ids {
-			a, err := c.Agent(ctx, id)
+			a, err := api.AgentRoute.Do(ctx, c, id, api.None{})
 			if err != nil {
 				continue
 			}
 			switch {
 			case a.Question != nil:
-				err = c.Answer(ctx, id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+				err = api.AnswerRoute.Send(ctx, c, id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
 			case a.State == api.StateAwaitingDecision && a.Pending != nil:
-				_, err = c.Decide(ctx, id, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionFeedback,
+				_, err = api.DecideRoute.Do(ctx, c, id, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionFeedback,
 					Feedback: "Try something else.", By: "tester", Source: "integration"})
 			case a.State == api.StatePaused:
-				_, err = c.Resume(ctx, id)
+				_, err = api.ResumeRoute.Do(ctx, c, id, api.None{})
 			case a.State == api.StateIdle:
-				_, err = c.TaskRun(ctx, id, api.TaskRequest{Task: "Look around the workspace once more."})
+				_, err = api.TaskRoute.Do(ctx, c, id, api.TaskRequest{Task: "Look around the workspace once more."})
 			case a.State == api.StateFailed:
 				t.Errorf("agent %s failed: %s", a.Name, a.StateReason)
 				return
@@ -68,7 +68,7 @@ func keepMoving(ctx context.Context, t *testing.T, c *api.Client, ids []string) 
 // hostsOf returns the pool's hosts from the daemon's status.
 func hostsOf(t *testing.T, c *api.Client) []api.OllamaHostStatus {
 	t.Helper()
-	st, err := c.Status(context.Background())
+	st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPoolFailover(t *testing.T) {
 	servedB := hs[1].Served
 	steps := map[string]int{}
 	for _, id := range ids {
-		ag, err := c.Agent(context.Background(), id)
+		ag, err := api.AgentRoute.Do(context.Background(), c, id, api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestMCPToolStep(t *testing.T) {
 		t.Errorf("tools.note = provider %q class %q policy %q; want mcp, execute, ask", tool.Provider, tool.Class, tool.Policy)
 	}
 
-	a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "noter", Goals: []string{"keep notes"},
+	a, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: "noter", Goals: []string{"keep notes"},
 		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestMCPToolStep(t *testing.T) {
 	p2 := waitAgent(t, c, a.ID, "the second tool call", 20*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != p.ID
 	}).Pending
-	h, err := c.History(ctx, a.ID)
+	h, err := api.HistoryRoute.Do(ctx, c, a.ID, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestMCPToolStep(t *testing.T) {
 	ts.Close()
 	decide(t, c, a.ID, p2, api.DecisionApprove, "")
 	testutil.Eventually(t, 30*time.Second, "the failed tool call's episode", func() bool {
-		h, err = c.History(ctx, a.ID)
+		h, err = api.HistoryRoute.Do(ctx, c, a.ID, api.None{})
 		return err == nil && len(h) >= 2
 	})
 	if h[1].Command != "tools.note" || h[1].Outcome != "failed" || h[1].Result == "" {
@@ -262,7 +262,7 @@ func TestMCPToolStep(t *testing.T) {
 	if !d.running() {
 		t.Fatal("agentd exited when the MCP server went away")
 	}
-	if _, err := c.Status(ctx); err != nil {
+	if _, err := api.StatusRoute.Do(ctx, c, "", api.None{}); err != nil {
 		t.Fatalf("status after the MCP server went away: %v", err)
 	}
 	t.Logf("second call's result: %s", h[1].Result)

@@ -157,8 +157,8 @@ func attackControl(r *attackRig) {
 	// The tokens never show in what the daemon tells people or logs.
 	shown := map[string]string{
 		"status": r.agentctlOut("status"), "doctor": r.agentctlOut("doctor"), "metrics": body,
-		"api_status": r.apiJSON(func(ctx context.Context) (any, error) { return r.c.Status(ctx) }),
-		"api_doctor": r.apiJSON(func(ctx context.Context) (any, error) { return r.c.Doctor(ctx) }),
+		"api_status": r.apiJSON(func(ctx context.Context) (any, error) { return api.StatusRoute.Do(ctx, r.c, "", api.None{}) }),
+		"api_doctor": r.apiJSON(func(ctx context.Context) (any, error) { return api.DoctorRoute.Do(ctx, r.c, "", api.None{}) }),
 	}
 	if b, err := os.ReadFile(r.d.logPath); err == nil {
 		shown["log"] = string(b)

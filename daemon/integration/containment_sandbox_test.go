@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -346,7 +347,7 @@ func attackNoSandbox(r *attackRig) {
 			return fmt.Sprintf("refused without naming the fix (bubblewrap): %q", o.result)
 		}
 		if !o.proposed {
-			rep, err := r.c.Doctor(context.Background())
+			rep, err := api.DoctorRoute.Do(context.Background(), r.c, "", api.None{})
 			if err != nil || !strings.Contains(strings.ToLower(jsonString(rep)), "bubblewrap") {
 				return "not offered, and agentctl doctor does not say how to fix it (bubblewrap)"
 			}

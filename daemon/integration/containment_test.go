@@ -389,7 +389,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 			t.Fatalf("%s: proposals: %v", run.name, err)
 		}
 		p, later := findTagged(ps, run.name, tag, i)
-		a, err := r.c.Agent(ctx, id)
+		a, err := api.AgentRoute.Do(ctx, r.c, id, api.None{})
 		if err != nil {
 			t.Fatalf("%s: %v", run.name, err)
 		}
@@ -414,7 +414,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 				if s.mode == observe {
 					req.Kind, req.Feedback, how = api.DecisionFeedback, "not this one", "asked"
 				}
-				_, err := r.c.Decide(ctx, id, req)
+				_, err := api.DecideRoute.Do(ctx, r.c, id, req)
 				switch {
 				case err == nil:
 					decided, o.how = true, how
@@ -473,7 +473,7 @@ func (r *attackRig) approveHelpers(parent string) {
 	}
 	for _, h := range all {
 		if h.ParentID == parent && awaiting(&h) {
-			r.c.Decide(ctx, h.ID, api.DecideRequest{ProposalID: h.Pending.ID, Kind: api.DecisionApprove,
+			api.DecideRoute.Do(ctx, r.c, h.ID, api.DecideRequest{ProposalID: h.Pending.ID, Kind: api.DecisionApprove,
 				By: "attacker-trusting-person", Source: "integration"})
 		}
 	}

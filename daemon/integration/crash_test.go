@@ -30,7 +30,7 @@ func snapshot(t *testing.T, c *api.Client, ids map[string]string) map[string]sna
 	ctx := context.Background()
 	out := map[string]snap{}
 	for name, id := range ids {
-		a, err := c.Agent(ctx, id)
+		a, err := api.AgentRoute.Do(ctx, c, id, api.None{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -38,7 +38,7 @@ func snapshot(t *testing.T, c *api.Client, ids map[string]string) map[string]sna
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		eps, err := c.History(ctx, id)
+		eps, err := api.HistoryRoute.Do(ctx, c, id, api.None{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -243,7 +243,7 @@ func (r *crashRig) killAfterFeedback() {
 func (r *crashRig) reapprove() {
 	t, slow := r.t, r.first["charlie"]
 	decide(t, r.c, r.ids["charlie"], slow, api.DecisionApprove, "")
-	if _, err := r.c.Decide(context.Background(), r.ids["charlie"], api.DecideRequest{ProposalID: slow.ID, Kind: api.DecisionApprove}); !errors.Is(err, api.ErrConflict) {
+	if _, err := api.DecideRoute.Do(context.Background(), r.c, r.ids["charlie"], api.DecideRequest{ProposalID: slow.ID, Kind: api.DecisionApprove}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("a second approval of the interrupted proposal: err = %v, want a conflict", err)
 	}
 	testutil.Eventually(t, 10*time.Second, "test_slow to start again", func() bool { return slowStarts(r.slowDir) == 2 })
@@ -253,7 +253,7 @@ func (r *crashRig) reapprove() {
 	charlie := waitAgent(t, r.c, r.ids["charlie"], "charlie's next proposal", 10*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != slow.ID
 	})
-	eps, err := r.c.History(context.Background(), r.ids["charlie"])
+	eps, err := api.HistoryRoute.Do(context.Background(), r.c, r.ids["charlie"], api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func startInProcess(t *testing.T, cfgText string) string {
 			t.Fatalf("the daemon ended before it answered: %v", err)
 		default:
 		}
-		_, err := c.Status(context.Background())
+		_, err := api.StatusRoute.Do(context.Background(), c, "", api.None{})
 		return err == nil
 	}) {
 		t.Fatal("the daemon did not answer on its socket within 30s")

@@ -260,7 +260,7 @@ func (d *daemon) start() time.Duration {
 	d.c = &api.Client{Socket: d.socket}
 	if !testutil.Wait(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err = d.c.Status(ctx)
+		_, err = api.StatusRoute.Do(ctx, d.c, "", api.None{})
 		cancel()
 		if err == nil {
 			return true
@@ -329,7 +329,7 @@ func configText(host string, maxContext int, cmds []string) string {
 // create makes a named agent (no profile step) and starts its run.
 func create(t *testing.T, c *api.Client, name string) *api.Agent {
 	t.Helper()
-	a, err := c.CreateAgent(context.Background(), api.CreateAgentRequest{
+	a, err := api.CreateAgentRoute.Do(context.Background(), c, "", api.CreateAgentRequest{
 		Name: name, Description: "a test agent named " + name, Goals: []string{"look around the workspace"},
 	})
 	if err != nil {
@@ -344,7 +344,7 @@ func waitAgent(t *testing.T, c *api.Client, id, what string, timeout time.Durati
 	var a *api.Agent
 	var err error
 	if !testutil.Wait(timeout, func() bool {
-		a, err = c.Agent(context.Background(), id)
+		a, err = api.AgentRoute.Do(context.Background(), c, id, api.None{})
 		return err == nil && cond(a)
 	}) {
 		b, _ := json.Marshal(a)
@@ -359,7 +359,7 @@ func awaiting(a *api.Agent) bool {
 
 func decide(t *testing.T, c *api.Client, id string, p *api.Proposal, kind api.DecisionKind, feedback string) *api.Decision {
 	t.Helper()
-	d, err := c.Decide(context.Background(), id, api.DecideRequest{
+	d, err := api.DecideRoute.Do(context.Background(), c, id, api.DecideRequest{
 		ProposalID: p.ID, Kind: kind, Feedback: feedback, By: "tester", Source: "integration",
 	})
 	if err != nil {

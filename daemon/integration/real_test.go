@@ -60,15 +60,15 @@ func (dr *driver) decidable() *api.Agent {
 		case a.Question != nil:
 			dr.answers++
 			t.Logf("the model asked a question; answering it")
-			err = dr.c.Answer(ctx, dr.id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+			err = api.AnswerRoute.Send(ctx, dr.c, dr.id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
 		case a.State == api.StatePaused:
 			dr.resumes++
 			t.Logf("agent paused (%s); resuming", a.StateReason)
-			_, err = dr.c.Resume(ctx, dr.id)
+			_, err = api.ResumeRoute.Do(ctx, dr.c, dr.id, api.None{})
 		case a.State == api.StateIdle:
 			dr.tasks++
 			t.Logf("agent idle (%s); giving it a follow-up task", a.StateReason)
-			_, err = dr.c.TaskRun(ctx, dr.id, api.TaskRequest{Task: "Write one more short note into notes.txt."})
+			_, err = api.TaskRoute.Do(ctx, dr.c, dr.id, api.TaskRequest{Task: "Write one more short note into notes.txt."})
 		default:
 			t.Fatalf("agent failed: %s", a.StateReason)
 		}
@@ -207,13 +207,13 @@ func TestRealOllamaRun(t *testing.T) {
 			}
 			ours[p.ID] = dec
 		case "client approve -2":
-			dec, err := c.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, Count: 2, By: "tester", Source: "integration"})
+			dec, err := api.DecideRoute.Do(context.Background(), c, a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, Count: 2, By: "tester", Source: "integration"})
 			if err != nil {
 				t.Fatalf("approving %s with count 2: %v", p.ID, err)
 			}
 			ours[p.ID] = *dec
 			// The first decision wins; a second one is refused.
-			if _, err := c.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionDeny}); !errors.Is(err, api.ErrConflict) {
+			if _, err := api.DecideRoute.Do(context.Background(), c, a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionDeny}); !errors.Is(err, api.ErrConflict) {
 				t.Errorf("a second decision on %s: err = %v, want a conflict", p.ID, err)
 			}
 		case "client feedback":
@@ -271,11 +271,11 @@ func sum(m map[string]int) int {
 func checkRealRun(t *testing.T, c *api.Client, id string, ps []api.Proposal, ours map[string]api.Decision, decs map[string][]api.Decision) {
 	t.Helper()
 	ctx := context.Background()
-	ag, err := c.Agent(ctx, id)
+	ag, err := api.AgentRoute.Do(ctx, c, id, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := c.History(ctx, id)
+	eps, err := api.HistoryRoute.Do(ctx, c, id, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestOllamaDown(t *testing.T) {
 			return a.State == api.StateWaitingForModel && a.StateReason != ""
 		})
 		t.Logf("%s: waiting_for_model after %v: %s", outage.name, time.Since(step).Round(time.Millisecond), down.StateReason)
-		st, err := c.Status(context.Background())
+		st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{})
 		if err != nil || st.Ollama.Error == "" || st.Ollama.Reachable || st.Agents[string(api.StateWaitingForModel)] != 1 {
 			t.Errorf("status with Ollama down: %s, %v", jsonString(st), err)
 		} else {
@@ -421,7 +421,7 @@ func TestOllamaDown(t *testing.T) {
 		if next.Pending.ID == p.ID || next.Step <= p.Step {
 			t.Errorf("the run did not go on: proposal %s at step %d before, now %s", p.ID, p.Step, jsonString(next))
 		}
-		if st, err := c.Status(context.Background()); err != nil || st.Ollama.Error != "" || !st.Ollama.Reachable {
+		if st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{}); err != nil || st.Ollama.Error != "" || !st.Ollama.Reachable {
 			t.Errorf("status after Ollama came back: %s, %v", jsonString(st), err)
 		}
 		p = next.Pending
@@ -482,7 +482,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	ctx := context.Background()
 	decided := map[string]bool{}
 	for {
-		cur, err := c.Teams().Get(ctx, r.ID)
+		cur, err := api.TeamRoute.Do(ctx, c, r.ID, api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,21 +494,21 @@ func TestRealOllamaTeam(t *testing.T) {
 			t.Fatalf("the team run did not end in time: %s", jsonString(r))
 		}
 		if r.Waiting != "" {
-			if a, err := c.Agent(ctx, r.Waiting); err == nil {
+			if a, err := api.AgentRoute.Do(ctx, c, r.Waiting, api.None{}); err == nil {
 				switch {
 				case a.State == api.StateAwaitingDecision && a.Pending != nil && !decided[a.Pending.ID]:
 					kind := api.DecisionDeny
 					if len(decided) == 0 {
 						kind = api.DecisionApprove
 					}
-					if _, err := c.Decide(ctx, a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, By: "tester", Source: "integration"}); err != nil {
+					if _, err := api.DecideRoute.Do(ctx, c, a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, By: "tester", Source: "integration"}); err != nil {
 						t.Logf("deciding %s: %v", a.Pending.ID, err)
 					}
 					decided[a.Pending.ID] = true
 				case a.Question != nil:
-					c.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+					api.AnswerRoute.Send(ctx, c, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
 				case a.State == api.StatePaused:
-					c.Resume(ctx, a.ID)
+					api.ResumeRoute.Do(ctx, c, a.ID, api.None{})
 				}
 			}
 		}
@@ -522,7 +522,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	if r.Reason == "" || r.Turns > maxTurns || r.EndedAt.IsZero() {
 		t.Errorf("run: %s", jsonString(r))
 	}
-	full, err := c.Teams().Get(ctx, r.ID)
+	full, err := api.TeamRoute.Do(ctx, c, r.ID, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func jsonText(t *testing.T, v any) string {
 	return string(b)
 }
 
-// routeCase calls one Client method against a fresh fake.
+// routeCase calls one route through the Client against a fresh fake.
 type routeCase struct {
 	name    string
 	call    func(ctx context.Context, c *api.Client) (any, error)
@@ -68,96 +68,130 @@ func routeCases() []routeCase {
 	seeded := newFake()
 	writer := *seeded.agents["a1"]
 	return []routeCase{
-		{name: "status", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Status(ctx) },
+		{name: "status", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.StatusRoute.Do(ctx, c, "", api.None{})
+		},
 			want: &api.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{"awaiting_decision": 1}}},
-		{name: "reload", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Reload(ctx) },
+		{name: "reload", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ReloadRoute.Do(ctx, c, "", api.None{})
+		},
 			want: &api.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}},
 		{name: "agents", call: func(ctx context.Context, c *api.Client) (any, error) { return apitest.Agents(ctx, c) },
 			want: []api.Agent{writer}},
 		{name: "create_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.CreateAgent(ctx, api.CreateAgentRequest{Name: "reader", Task: "read", Policy: &api.Policy{Mode: "auto", AutoSteps: 2}})
+			return api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: "reader", Task: "read", Policy: &api.Policy{Mode: "auto", AutoSteps: 2}})
 		}, want: &api.Agent{ID: "a2", Name: "reader", Task: "read", State: api.StateThinking,
 			Policy: api.Policy{Mode: "auto", AutoSteps: 2}, CreatedAt: t0, UpdatedAt: t0}},
 		{name: "create_agent_duplicate_name_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.CreateAgent(ctx, api.CreateAgentRequest{Name: "writer", Task: "x"})
+			return api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: "writer", Task: "x"})
 		}, wantErr: api.ErrConflict, errText: `an agent named "writer" exists: conflict`},
 		{name: "create_agent_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.CreateAgent(ctx, api.CreateAgentRequest{})
+			return api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{})
 		}, wantErr: api.ErrBadRequest, errText: "give a task or a name: bad request"},
-		{name: "agent_by_name", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "writer") },
+		{name: "agent_by_name", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.AgentRoute.Do(ctx, c, "writer", api.None{})
+		},
 			want: &writer},
-		{name: "agent_by_id", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "a1") },
+		{name: "agent_by_id", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.AgentRoute.Do(ctx, c, "a1", api.None{})
+		},
 			want: &writer},
-		{name: "agent_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "nobody") },
+		{name: "agent_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.AgentRoute.Do(ctx, c, "nobody", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
-		{name: "agent_ref_is_unescaped", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "a b/c?d") },
+		{name: "agent_ref_is_unescaped", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.AgentRoute.Do(ctx, c, "a b/c?d", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no agent "a b/c?d": not found`},
-		{name: "service_failure_is_500", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "boom") },
+		{name: "service_failure_is_500", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.AgentRoute.Do(ctx, c, "boom", api.None{})
+		},
 			wantErr: errAny, errText: "database is on fire"},
-		{name: "delete_agent", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.DeleteAgent(ctx, "writer") }},
-		{name: "delete_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.DeleteAgent(ctx, "x") },
+		{name: "delete_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return nil, api.DeleteAgentRoute.Send(ctx, c, "writer", api.None{})
+		}},
+		{name: "delete_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return nil, api.DeleteAgentRoute.Send(ctx, c, "x", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no agent "x": not found`},
 		{name: "decide_approve", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Decide(ctx, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, Count: 3, By: "ann", Source: "agentctl"})
+			return api.DecideRoute.Do(ctx, c, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, Count: 3, By: "ann", Source: "agentctl"})
 		}, want: &api.Decision{ProposalID: "p1", Kind: api.DecisionApprove, Count: 3, By: "ann", Source: "agentctl", At: t0}},
 		{name: "decide_superseded_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Decide(ctx, "writer", api.DecideRequest{ProposalID: "p0", Kind: api.DecisionDeny})
+			return api.DecideRoute.Do(ctx, c, "writer", api.DecideRequest{ProposalID: "p0", Kind: api.DecisionDeny})
 		}, wantErr: api.ErrConflict, errText: "proposal p0 was already decided: conflict"},
 		{name: "decide_not_approver_forbidden", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Decide(ctx, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, By: "mallory"})
+			return api.DecideRoute.Do(ctx, c, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, By: "mallory"})
 		}, wantErr: api.ErrForbidden, errText: "mallory is not an approver: forbidden"},
 		{name: "answer", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return nil, c.Answer(ctx, "writer", api.AnswerRequest{Text: "a.txt", By: "ann"})
+			return nil, api.AnswerRoute.Send(ctx, c, "writer", api.AnswerRequest{Text: "a.txt", By: "ann"})
 		}},
 		{name: "task_not_idle_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.TaskRun(ctx, "writer", api.TaskRequest{Task: "more"})
+			return api.TaskRoute.Do(ctx, c, "writer", api.TaskRequest{Task: "more"})
 		},
 			wantErr: api.ErrConflict, errText: "agent writer is awaiting_decision, not idle: conflict"},
 		{name: "task_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.TaskRun(ctx, "writer", api.TaskRequest{Task: ""})
+			return api.TaskRoute.Do(ctx, c, "writer", api.TaskRequest{Task: ""})
 		},
 			wantErr: api.ErrBadRequest, errText: "empty task: bad request"},
-		{name: "pause", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Pause(ctx, "writer") },
+		{name: "pause", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.PauseRoute.Do(ctx, c, "writer", api.None{})
+		},
 			want: withState(writer, api.StatePaused)},
-		{name: "resume", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Resume(ctx, "a1") },
+		{name: "resume", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ResumeRoute.Do(ctx, c, "a1", api.None{})
+		},
 			want: withState(writer, api.StateThinking)},
-		{name: "stop", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Stop(ctx, "writer") },
+		{name: "stop", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.StopRoute.Do(ctx, c, "writer", api.None{})
+		},
 			want: withState(writer, api.StateIdle)},
-		{name: "stop_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Stop(ctx, "x") },
+		{name: "stop_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.StopRoute.Do(ctx, c, "x", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no agent "x": not found`},
-		{name: "history", call: func(ctx context.Context, c *api.Client) (any, error) { return c.History(ctx, "writer") },
+		{name: "history", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.HistoryRoute.Do(ctx, c, "writer", api.None{})
+		},
 			want: seeded.history["a1"]},
 		{name: "proposals", call: func(ctx context.Context, c *api.Client) (any, error) {
 			return api.ProposalsRoute.Do(ctx, c, "writer", api.None{})
 		},
 			want: seeded.proposals["a1"]},
 		{name: "policy_test", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Policy().Test(ctx, "writer", api.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
+			return api.TestPolicyRoute.Do(ctx, c, "writer", api.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
 		}, want: &api.PolicyTest{AgentID: "a1", Command: "execute_shell", Subject: "git status", Effect: "ask",
 			Reason: "asking: no allow pattern matches"}},
 		{name: "policy_test_unknown_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Policy().Test(ctx, "nobody", api.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
+			return api.TestPolicyRoute.Do(ctx, c, "nobody", api.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
 		}, wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
 		{name: "memory_add", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Memory().Add(ctx, api.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
+			return api.AddMemoryRoute.Do(ctx, c, "", api.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
 		}, want: &api.Memory{ID: "m1", AgentID: "a1", Agent: "writer", Kind: "note", Text: "the key is in vault", Source: "ann", CreatedAt: t0}},
 		{name: "memory_add_bad_kind", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Memory().Add(ctx, api.MemoryAddRequest{Kind: "gossip", Text: "x"})
+			return api.AddMemoryRoute.Do(ctx, c, "", api.MemoryAddRequest{Kind: "gossip", Text: "x"})
 		}, wantErr: api.ErrBadRequest, errText: `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
 		{name: "memory_add_unknown_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Memory().Add(ctx, api.MemoryAddRequest{Agent: "nobody", Text: "x"})
+			return api.AddMemoryRoute.Do(ctx, c, "", api.MemoryAddRequest{Agent: "nobody", Text: "x"})
 		}, wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
 		{name: "memory_list_empty", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Memory().List(ctx, api.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
+			return api.MemoriesRoute.Do(ctx, c, "", api.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
 		}, want: []api.Memory{}},
 		{name: "memory_search_empty_query", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Memory().Search(ctx, api.MemorySearchRequest{Query: " "})
+			return api.SearchMemoryRoute.Do(ctx, c, "", api.MemorySearchRequest{Query: " "})
 		}, wantErr: api.ErrBadRequest, errText: "empty query: give the words to search for"},
-		{name: "memory_rm_unknown", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.Memory().Delete(ctx, "m/9") },
+		{name: "memory_rm_unknown", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return nil, api.DeleteMemoryRoute.Send(ctx, c, "m/9", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no memory "m/9": see agentctl memory ls`},
-		{name: "memory_stats", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Memory().Stats(ctx) },
+		{name: "memory_stats", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.MemoryStatsRoute.Do(ctx, c, "", api.None{})
+		},
 			want: &api.MemoryStats{Generation: "gen-000001"}},
-		{name: "memory_reindex", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Memory().Reindex(ctx) },
+		{name: "memory_reindex", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ReindexMemoryRoute.Do(ctx, c, "", api.None{})
+		},
 			want: &api.MemoryStats{Generation: "gen-000001"}},
 	}
 }
@@ -167,11 +201,11 @@ func TestTaskRunCarriesBudget(t *testing.T) {
 	sock, _ := serve(t, newFake())
 	c := &api.Client{Socket: sock}
 	ctx := t.Context()
-	if _, err := c.Stop(ctx, "writer"); err != nil {
+	if _, err := api.StopRoute.Do(ctx, c, "writer", api.None{}); err != nil {
 		t.Fatal(err)
 	}
 	want := api.Budget{MaxSteps: 3, MaxTokens: 9000, MaxTime: "15m"}
-	a, err := c.TaskRun(ctx, "writer", api.TaskRequest{Task: "more", Budget: &want})
+	a, err := api.TaskRoute.Do(ctx, c, "writer", api.TaskRequest{Task: "more", Budget: &want})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,18 +219,18 @@ func TestMemoryRoundTrip(t *testing.T) {
 	sock, _ := serve(t, newFake())
 	c := &api.Client{Socket: sock}
 	ctx := t.Context()
-	m, err := c.Memory().Add(ctx, api.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
+	m, err := api.AddMemoryRoute.Do(ctx, c, "", api.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, err := c.Memory().Search(ctx, api.MemorySearchRequest{Agent: "writer", Query: "tabs"})
+	hits, err := api.SearchMemoryRoute.Do(ctx, c, "", api.MemorySearchRequest{Agent: "writer", Query: "tabs"})
 	if err != nil || len(hits) != 1 || hits[0].ID != m.ID || hits[0].Score == 0 {
 		t.Fatalf("search = %+v, %v; want the memory with a score", hits, err)
 	}
-	if err := c.Memory().Delete(ctx, m.ID); err != nil {
+	if err := api.DeleteMemoryRoute.Send(ctx, c, m.ID, api.None{}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := c.Memory().List(ctx, api.MemoryListRequest{})
+	list, err := api.MemoriesRoute.Do(ctx, c, "", api.MemoryListRequest{})
 	if err != nil || len(list) != 0 {
 		t.Fatalf("list after rm = %+v, %v", list, err)
 	}
@@ -280,7 +314,7 @@ func TestEmptyListsAreArrays(t *testing.T) {
 func TestRequestLogHasNoBody(t *testing.T) {
 	sock, logs := serve(t, newFake())
 	c := &api.Client{Socket: sock}
-	_, err := c.Decide(t.Context(), "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionFeedback, Feedback: "secret-feedback-text"})
+	_, err := api.DecideRoute.Do(t.Context(), c, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionFeedback, Feedback: "secret-feedback-text"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,19 +427,19 @@ func TestMemoryImportExportRoutes(t *testing.T) {
 		{ID: "m-b", Text: "two", Agent: "writer"},
 		{ID: "m-c", Text: "three", Source: "notes"},
 	}
-	res, err := c.Memory().Import(ctx, api.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
+	res, err := api.ImportMemoryRoute.Do(ctx, c, "", api.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
 	if err != nil || res.Imported != 3 {
 		t.Fatalf("import = %+v, %v", res, err)
 	}
-	_, err = c.Memory().Import(ctx, api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
+	_, err = api.ImportMemoryRoute.Do(ctx, c, "", api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
 	if err == nil || !strings.Contains(err.Error(), `line 2: field "time"`) {
 		t.Errorf("bad batch: %v, want the line and field named", err)
 	}
-	page, err := c.Memory().Export(ctx, api.MemoryExportRequest{Agent: "writer", Limit: 2})
+	page, err := api.ExportMemoryRoute.Do(ctx, c, "", api.MemoryExportRequest{Agent: "writer", Limit: 2})
 	if err != nil || len(page.Records) != 2 || page.Next != "m-b" {
 		t.Fatalf("first page = %+v, %v", page, err)
 	}
-	page, err = c.Memory().Export(ctx, api.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
+	page, err = api.ExportMemoryRoute.Do(ctx, c, "", api.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
 	want := []api.MemoryRecord{{ID: "m-c", Agent: "writer", Kind: "note", Text: "three", Source: "notes"}}
 	if err != nil || !reflect.DeepEqual(page.Records, want) || page.Next != "" {
 		t.Fatalf("last page = %+v, %v; want %+v", page, err, want)

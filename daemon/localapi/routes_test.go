@@ -14,38 +14,56 @@ func TestScheduleRoutesThroughClient(t *testing.T) {
 	digest := fakeSchedule()
 	runs := fakeScheduleRuns()
 	cases := []routeCase{
-		{name: "schedules", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().List(ctx) },
+		{name: "schedules", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.SchedulesRoute.Do(ctx, c, "", api.None{})
+		},
 			want: []api.Schedule{digest}},
-		{name: "schedule_by_name", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().Get(ctx, "digest") },
+		{name: "schedule_by_name", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ScheduleRoute.Do(ctx, c, "digest", api.None{})
+		},
 			want: &digest},
-		{name: "schedule_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().Get(ctx, "nope") },
+		{name: "schedule_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ScheduleRoute.Do(ctx, c, "nope", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no schedule "nope"`},
 		{name: "add_schedule", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Schedules().Add(ctx, api.ScheduleRequest{Name: "hourly", Spec: "@hourly", Agent: "a1", Goal: "g"})
+			return api.AddScheduleRoute.Do(ctx, c, "", api.ScheduleRequest{Name: "hourly", Spec: "@hourly", Agent: "a1", Goal: "g"})
 		}, want: &api.Schedule{ID: "s2", Name: "hourly", Spec: "@hourly", TimeZone: "UTC", Agent: "a1", Goal: "g",
 			Delivery: "agentctl", Concurrency: "skip", Missed: "skip", CreatedAt: t0, NextTimes: []time.Time{t0.Add(time.Hour)}}},
 		{name: "add_schedule_bad_spec_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Schedules().Add(ctx, api.ScheduleRequest{Name: "x", Spec: "TZ=0"})
+			return api.AddScheduleRoute.Do(ctx, c, "", api.ScheduleRequest{Name: "x", Spec: "TZ=0"})
 		}, wantErr: api.ErrBadRequest, errText: `bad schedule spec: "TZ=0" names an unknown time zone`},
 		{name: "add_schedule_duplicate_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Schedules().Add(ctx, api.ScheduleRequest{Name: "digest", Spec: "@daily"})
+			return api.AddScheduleRoute.Do(ctx, c, "", api.ScheduleRequest{Name: "digest", Spec: "@daily"})
 		}, wantErr: api.ErrConflict, errText: `a schedule named "digest" exists already`},
-		{name: "remove_schedule", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.Schedules().Remove(ctx, "s1") }},
-		{name: "remove_schedule_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.Schedules().Remove(ctx, "x") },
+		{name: "remove_schedule", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return nil, api.RemoveScheduleRoute.Send(ctx, c, "s1", api.None{})
+		}},
+		{name: "remove_schedule_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return nil, api.RemoveScheduleRoute.Send(ctx, c, "x", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no schedule "x"`},
-		{name: "resume_not_paused_conflict", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().Resume(ctx, "digest") },
+		{name: "resume_not_paused_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ResumeScheduleRoute.Do(ctx, c, "digest", api.None{})
+		},
 			wantErr: api.ErrConflict, errText: "schedule digest is not paused already"},
-		{name: "run_schedule", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().Run(ctx, "digest") },
+		{name: "run_schedule", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.RunScheduleRoute.Do(ctx, c, "digest", api.None{})
+		},
 			want: &api.ScheduleRun{ID: "f3", ScheduleID: "s1", Scheduled: t0, Started: t0, Manual: true, Outcome: "started", RunID: "r10", AgentID: "a10"}},
-		{name: "schedule_history", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().History(ctx, "digest", 0) },
+		{name: "schedule_history", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ScheduleHistoryRoute.Do(ctx, c, "digest", api.ScheduleHistoryQuery{Limit: 0})
+		},
 			want: runs},
-		{name: "schedule_history_limit", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Schedules().History(ctx, "digest", 1) },
+		{name: "schedule_history_limit", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ScheduleHistoryRoute.Do(ctx, c, "digest", api.ScheduleHistoryQuery{Limit: 1})
+		},
 			want: runs[:1]},
 	}
 	runRouteCases(t, cases)
 	t.Run("pause", func(t *testing.T) {
 		sock, _ := serve(t, newFake())
-		s, err := (&api.Client{Socket: sock}).Schedules().Pause(t.Context(), "digest")
+		s, err := api.PauseScheduleRoute.Do(t.Context(), &api.Client{Socket: sock}, "digest", api.None{})
 		if err != nil || !s.Paused || !s.Next.IsZero() {
 			t.Errorf("pause = %+v, %v; want paused with no next fire time", s, err)
 		}
@@ -152,36 +170,44 @@ func TestTeamRoutesThroughClient(t *testing.T) {
 	stopped := fakeTeam()
 	stopped.Status, stopped.Reason = api.TeamStopped, "stopped by a person"
 	cases := []routeCase{
-		{name: "teams", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Teams().List(ctx) },
+		{name: "teams", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.TeamsRoute.Do(ctx, c, "", api.None{})
+		},
 			want: []api.TeamRun{listed}},
-		{name: "team", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Teams().Get(ctx, "t1") }, want: &t1},
-		{name: "team_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Teams().Get(ctx, "t9") },
+		{name: "team", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.TeamRoute.Do(ctx, c, "t1", api.None{})
+		}, want: &t1},
+		{name: "team_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.TeamRoute.Do(ctx, c, "t9", api.None{})
+		},
 			wantErr: api.ErrNotFound, errText: `no team run "t9"`},
 		{name: "start_team", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Teams().Start(ctx, api.TeamRunRequest{Workflow: "name = \"pair\"", Task: "x"})
+			return api.StartTeamRoute.Do(ctx, c, "", api.TeamRunRequest{Workflow: "name = \"pair\"", Task: "x"})
 		}, want: &started},
 		{name: "start_team_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Teams().Start(ctx, api.TeamRunRequest{Task: "x"})
+			return api.StartTeamRoute.Do(ctx, c, "", api.TeamRunRequest{Task: "x"})
 		}, wantErr: api.ErrBadRequest, errText: "empty workflow: send the workflow file's content"},
 		{name: "plan_team", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Teams().Plan(ctx, api.TeamPlanRequest{Task: "x"})
+			return api.PlanTeamRoute.Do(ctx, c, "", api.TeamPlanRequest{Task: "x"})
 		}, want: &api.TeamPlan{Workflow: "name = \"planned\"\n", Revised: true, Problems: []string{"no summarizing role"}}},
 		{name: "plan_team_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Teams().Plan(ctx, api.TeamPlanRequest{})
+			return api.PlanTeamRoute.Do(ctx, c, "", api.TeamPlanRequest{})
 		}, wantErr: api.ErrBadRequest, errText: "empty task: say what the team should do"},
-		{name: "stop_team", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Teams().Stop(ctx, "t1") }, want: &stopped},
+		{name: "stop_team", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.StopTeamRoute.Do(ctx, c, "t1", api.None{})
+		}, want: &stopped},
 		{name: "team_events", call: func(ctx context.Context, c *api.Client) (any, error) {
 			var got []api.Event
-			err := c.Teams().Events(ctx, "t1", 0, func(ev api.Event) error { got = append(got, ev); return nil })
+			err := c.TeamEvents(ctx, "t1", 0, func(ev api.Event) error { got = append(got, ev); return nil })
 			return got, err
 		}, want: []api.Event{{Type: api.EventTeam, AgentID: "t1", Team: &api.TeamEvent{TeamID: "t1", Status: api.TeamRunning, Turn: &t1.Transcript[0]}}}},
 		{name: "team_events_since_last", call: func(ctx context.Context, c *api.Client) (any, error) {
 			var got []api.Event
-			err := c.Teams().Events(ctx, "t1", 1, func(ev api.Event) error { got = append(got, ev); return nil })
+			err := c.TeamEvents(ctx, "t1", 1, func(ev api.Event) error { got = append(got, ev); return nil })
 			return len(got), err
 		}, want: 0},
 		{name: "team_events_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return nil, c.Teams().Events(ctx, "t9", 0, func(api.Event) error { return nil })
+			return nil, c.TeamEvents(ctx, "t9", 0, func(api.Event) error { return nil })
 		}, wantErr: api.ErrNotFound, errText: `no team run "t9"`},
 	}
 	runRouteCases(t, cases)

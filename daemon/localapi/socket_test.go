@@ -300,10 +300,10 @@ func TestDecidersAreNamedByTheKernel(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := c.Decide(ctx, "a1", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, By: tt.by, UID: &forged}); err != nil {
+			if _, err := api.DecideRoute.Do(ctx, c, "a1", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, By: tt.by, UID: &forged}); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Answer(ctx, "a1", api.AnswerRequest{ProposalID: "p1", Text: "blue", By: tt.by, UID: &forged}); err != nil {
+			if err := api.AnswerRoute.Send(ctx, c, "a1", api.AnswerRequest{ProposalID: "p1", Text: "blue", By: tt.by, UID: &forged}); err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()

@@ -209,7 +209,7 @@ func quietHalfHour(b *testing.B, n, minutes, changing int) {
 	workspaces := make([]string, n)
 	for i := range n {
 		name := fmt.Sprintf("w%03d", i)
-		a, err := h.c.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Description: "watches notes", Start: new(bool)})
+		a, err := api.CreateAgentRoute.Do(ctx, h.c, "", api.CreateAgentRequest{Name: name, Description: "watches notes", Start: new(bool)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -173,7 +173,7 @@ func (h *harness) stopManager() {
 // add adds a schedule through the API.
 func (h *harness) add(req api.ScheduleRequest) *api.Schedule {
 	h.t.Helper()
-	s, err := h.c.Schedules().Add(context.Background(), req)
+	s, err := api.AddScheduleRoute.Do(context.Background(), h.c, "", req)
 	if err != nil {
 		h.t.Fatalf("add %s: %v", req.Name, err)
 	}
@@ -186,7 +186,7 @@ func (h *harness) waitHistory(ref, what string, cond func([]api.ScheduleRun) boo
 	var runs []api.ScheduleRun
 	var err error
 	if !testutil.Wait(10*time.Second, func() bool {
-		runs, err = h.c.Schedules().History(context.Background(), ref, 0)
+		runs, err = api.ScheduleHistoryRoute.Do(context.Background(), h.c, ref, api.ScheduleHistoryQuery{Limit: 0})
 		return err == nil && cond(runs)
 	}) {
 		h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)

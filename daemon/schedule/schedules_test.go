@@ -39,17 +39,17 @@ func TestFiringRunsWithinBudget(t *testing.T) {
 		!strings.Contains(r.Reason, "3 steps") {
 		t.Errorf("run record = %+v, want 3 steps, tokens, its agent and run, ended", r)
 	}
-	a, err := h.c.Agent(context.Background(), r.AgentID)
+	a, err := api.AgentRoute.Do(context.Background(), h.c, r.AgentID, api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(a.Name, "digest-") || a.State != api.StateIdle || !strings.Contains(a.StateReason, "budget exhausted") {
 		t.Errorf("the run's agent = %s %s (%s)", a.Name, a.State, a.StateReason)
 	}
-	if eps, _ := h.c.History(context.Background(), a.ID); len(eps) != 3 {
+	if eps, _ := api.HistoryRoute.Do(context.Background(), h.c, a.ID, api.None{}); len(eps) != 3 {
 		t.Errorf("%d episodes, want 3", len(eps))
 	}
-	got, err := h.c.Schedules().Get(context.Background(), "digest")
+	got, err := api.ScheduleRoute.Do(context.Background(), h.c, "digest", api.None{})
 	if err != nil || !got.LastFired.Equal(at(9, 0)) || !got.Next.Equal(at(9, 0).AddDate(0, 0, 1)) || len(got.Running) != 0 {
 		t.Errorf("schedule after its run = %+v, %v", got, err)
 	}
@@ -71,28 +71,28 @@ func TestRunNowExistingAgentSkipsWhileRunning(t *testing.T) {
 		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
 	})
 	ctx := context.Background()
-	if _, err := h.c.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)}); err != nil {
+	if _, err := api.CreateAgentRoute.Do(ctx, h.c, "", api.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)}); err != nil {
 		t.Fatal(err)
 	}
 	h.add(api.ScheduleRequest{Name: "keep", Spec: "@daily", Agent: "keeper", Goal: "write a", Budget: api.Budget{MaxTime: "1h"}})
-	first, err := h.c.Schedules().Run(ctx, "keep")
+	first, err := api.RunScheduleRoute.Do(ctx, h.c, "keep", api.None{})
 	if err != nil || first.Outcome != "started" || first.RunID == "" || !first.Manual {
 		t.Fatalf("run-now = %+v, %v", first, err)
 	}
-	a, _ := h.c.Agent(ctx, "keeper")
+	a, _ := api.AgentRoute.Do(ctx, h.c, "keeper", api.None{})
 	if a.RunID != first.RunID || a.Task != "write a" {
 		t.Errorf("keeper's run = %s %q, want the firing's run with the goal", a.RunID, a.Task)
 	}
-	second, err := h.c.Schedules().Run(ctx, "keep")
+	second, err := api.RunScheduleRoute.Do(ctx, h.c, "keep", api.None{})
 	if err != nil || second.Outcome != "skipped" || !strings.Contains(second.Reason, "still running") {
 		t.Fatalf("second run-now while the first runs = %+v, %v; want skipped", second, err)
 	}
-	s, _ := h.c.Schedules().Get(ctx, "keep")
+	s, _ := api.ScheduleRoute.Do(ctx, h.c, "keep", api.None{})
 	if len(s.Running) != 1 || s.Running[0] != first.RunID {
 		t.Errorf("running = %v, want [%s]", s.Running, first.RunID)
 	}
 	// The person stops the run: its record says so.
-	if _, err := h.c.Stop(ctx, "keeper"); err != nil {
+	if _, err := api.StopRoute.Do(ctx, h.c, "keeper", api.None{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitHistory("keep", "the stopped run's end", func(r []api.ScheduleRun) bool {
@@ -133,7 +133,7 @@ func TestRestartHandlesMissedFiringsPerPolicy(t *testing.T) {
 		}
 	}
 	// The next firing is on time again.
-	s, err := h.c.Schedules().Get(context.Background(), "m-skip")
+	s, err := api.ScheduleRoute.Do(context.Background(), h.c, "m-skip", api.None{})
 	if err != nil || !s.Next.Equal(at(13, 0)) {
 		t.Errorf("next after the restart = %v, %v; want 13:00", s.Next, err)
 	}
@@ -147,13 +147,13 @@ func TestRunEndAfterRestartIsRecorded(t *testing.T) {
 		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
 	})
 	h.add(api.ScheduleRequest{Name: "slow", Spec: "@daily", Template: "slow", Goal: "write"})
-	rec, err := h.c.Schedules().Run(context.Background(), "slow")
+	rec, err := api.RunScheduleRoute.Do(context.Background(), h.c, "slow", api.None{})
 	if err != nil || rec.Outcome != "started" {
 		t.Fatalf("run-now = %+v, %v", rec, err)
 	}
 	h.stopManager()
 	h.startManager()
-	if _, err := h.c.Stop(context.Background(), rec.AgentID); err != nil {
+	if _, err := api.StopRoute.Do(context.Background(), h.c, rec.AgentID, api.None{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitHistory("slow", "the end of the run started before the restart", func(r []api.ScheduleRun) bool {
@@ -196,17 +196,17 @@ func TestBadSpecsThroughAPI(t *testing.T) {
 		strings.Repeat("1,", 150) + "1 * * * *": "too long",
 	}
 	for spec, want := range corpus {
-		_, err := h.c.Schedules().Add(ctx, api.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
+		_, err := api.AddScheduleRoute.Do(ctx, h.c, "", api.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
 		var ae *api.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, want) ||
 			!strings.HasPrefix(ae.Message, "bad schedule spec") {
 			t.Errorf("spec %q: err = %v, want a 400 saying %q", spec, err, want)
 		}
 	}
-	if _, err := h.c.Status(ctx); err != nil {
+	if _, err := api.StatusRoute.Do(ctx, h.c, "", api.None{}); err != nil {
 		t.Fatalf("daemon not answering after the corpus: %v", err)
 	}
-	if list, err := h.c.Schedules().List(ctx); err != nil || len(list) != 0 {
+	if list, err := api.SchedulesRoute.Do(ctx, h.c, "", api.None{}); err != nil || len(list) != 0 {
 		t.Errorf("schedules after bad requests = %+v, %v; want none", list, err)
 	}
 }
@@ -215,7 +215,7 @@ func TestBadSpecsThroughAPI(t *testing.T) {
 func TestBadScheduleRequests(t *testing.T) {
 	h := newHarness(t, at(10, 0))
 	ctx := context.Background()
-	h.c.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
+	api.CreateAgentRoute.Do(ctx, h.c, "", api.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
 	ok := api.ScheduleRequest{Name: "ok", Spec: "@daily", Template: "t", Goal: "g"}
 	tests := []struct {
 		name string
@@ -252,7 +252,7 @@ func TestBadScheduleRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ok
 			tt.edit(&req)
-			_, err := h.c.Schedules().Add(ctx, req)
+			_, err := api.AddScheduleRoute.Do(ctx, h.c, "", req)
 			var ae *api.APIError
 			if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, tt.want) {
 				t.Errorf("err = %v, want a 400 saying %q", err, tt.want)
@@ -260,10 +260,10 @@ func TestBadScheduleRequests(t *testing.T) {
 		})
 	}
 	h.add(ok)
-	if _, err := h.c.Schedules().Add(ctx, ok); !errors.Is(err, api.ErrConflict) {
+	if _, err := api.AddScheduleRoute.Do(ctx, h.c, "", ok); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("a second schedule named ok: err = %v, want conflict", err)
 	}
-	if list, _ := h.c.Schedules().List(ctx); len(list) != 1 {
+	if list, _ := api.SchedulesRoute.Do(ctx, h.c, "", api.None{}); len(list) != 1 {
 		t.Errorf("%d schedules stored, want 1", len(list))
 	}
 }
@@ -272,26 +272,26 @@ func TestPauseResumeRemove(t *testing.T) {
 	h := newHarness(t, at(8, 0))
 	ctx := context.Background()
 	h.add(api.ScheduleRequest{Name: "p", Spec: "CRON_TZ=Europe/Berlin 30 2 * * *", Template: "p", Goal: "g"})
-	s, err := h.c.Schedules().Pause(ctx, "p")
+	s, err := api.PauseScheduleRoute.Do(ctx, h.c, "p", api.None{})
 	if err != nil || !s.Paused || !s.Next.IsZero() {
 		t.Fatalf("pause = %+v, %v", s, err)
 	}
-	if _, err := h.c.Schedules().Pause(ctx, "p"); !errors.Is(err, api.ErrConflict) {
+	if _, err := api.PauseScheduleRoute.Do(ctx, h.c, "p", api.None{}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("pausing twice: err = %v, want conflict", err)
 	}
 	h.clock.Set(at(12, 0))
-	s, err = h.c.Schedules().Resume(ctx, "p")
+	s, err = api.ResumeScheduleRoute.Do(ctx, h.c, "p", api.None{})
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	if err != nil || s.Paused || s.TimeZone != "Europe/Berlin" || !s.Next.Equal(time.Date(2026, 11, 24, 2, 30, 0, 0, berlin)) {
 		t.Fatalf("resume = %+v, %v", s, err)
 	}
-	if runs, _ := h.c.Schedules().History(ctx, "p", 0); len(runs) != 0 {
+	if runs, _ := api.ScheduleHistoryRoute.Do(ctx, h.c, "p", api.ScheduleHistoryQuery{Limit: 0}); len(runs) != 0 {
 		t.Errorf("firings while paused were recorded: %+v", runs)
 	}
-	if err := h.c.Schedules().Remove(ctx, "p"); err != nil {
+	if err := api.RemoveScheduleRoute.Send(ctx, h.c, "p", api.None{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.c.Schedules().Get(ctx, "p"); !errors.Is(err, api.ErrNotFound) {
+	if _, err := api.ScheduleRoute.Do(ctx, h.c, "p", api.None{}); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("removed schedule: err = %v, want not found", err)
 	}
 }
@@ -351,11 +351,11 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	h.add(api.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", Template: "night", Goal: "tidy up"})
 	lastFired := func(when string) (single, listed api.Schedule) {
 		t.Helper()
-		s, err := h.c.Schedules().Get(ctx, "nightly")
+		s, err := api.ScheduleRoute.Do(ctx, h.c, "nightly", api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		all, err := h.c.Schedules().List(ctx)
+		all, err := api.SchedulesRoute.Do(ctx, h.c, "", api.None{})
 		if err != nil || len(all) != 1 {
 			t.Fatalf("%s: schedules = %+v, %v", when, all, err)
 		}
@@ -375,10 +375,10 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	}
 
 	h.clock.Set(at(12, 5))
-	if _, err := h.c.Schedules().Pause(ctx, "nightly"); err != nil {
+	if _, err := api.PauseScheduleRoute.Do(ctx, h.c, "nightly", api.None{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.c.Schedules().Resume(ctx, "nightly"); err != nil {
+	if _, err := api.ResumeScheduleRoute.Do(ctx, h.c, "nightly", api.None{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := lastFired("paused and resumed"); !s.LastFired.IsZero() {
@@ -386,7 +386,7 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	}
 
 	h.clock.Set(at(12, 10))
-	r, err := h.c.Schedules().Run(ctx, "nightly")
+	r, err := api.RunScheduleRoute.Do(ctx, h.c, "nightly", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestTemplateAgentsPruned(t *testing.T) {
 
 	var agents []*api.Agent
 	for i := range 5 {
-		rec, err := h.c.Schedules().Run(ctx, "tidy")
+		rec, err := api.RunScheduleRoute.Do(ctx, h.c, "tidy", api.None{})
 		if err != nil || rec.AgentID == "" {
 			t.Fatalf("run-now %d = %+v, %v", i, rec, err)
 		}

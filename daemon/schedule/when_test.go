@@ -75,7 +75,7 @@ func (h *harness) withWake(sh shell.Checker) *recordingChat {
 func (h *harness) watcher(name string) string {
 	h.t.Helper()
 	ctx := context.Background()
-	a, err := h.c.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Description: "watches notes", Start: new(bool)})
+	a, err := api.CreateAgentRoute.Do(ctx, h.c, "", api.CreateAgentRequest{Name: name, Description: "watches notes", Start: new(bool)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 		h.clock.Set(at(12, m))
 		h.waitHistory("notes", "a quiet firing", func(r []api.ScheduleRun) bool { return len(r) == i+2 })
 	}
-	runs, _ := h.c.Schedules().History(ctx, "notes", 0)
+	runs, _ := api.ScheduleHistoryRoute.Do(ctx, h.c, "notes", api.ScheduleHistoryQuery{Limit: 0})
 	if got := outcomes(runs); got != "finished nothing_to_do nothing_to_do nothing_to_do" {
 		t.Fatalf("outcomes = %s", got)
 	}
@@ -210,7 +210,7 @@ func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
 	}
 	h.clock.Set(at(12, 1))
 	h.waitHistory("notes", "the first failed check", func(r []api.ScheduleRun) bool { return outcomes(r) == "check_failed" })
-	if s, _ := h.c.Schedules().Get(ctx, "notes"); s.Wake == nil || s.Wake.Failures != 1 || s.Wake.Failing || s.Wake.LastError == "" {
+	if s, _ := api.ScheduleRoute.Do(ctx, h.c, "notes", api.None{}); s.Wake == nil || s.Wake.Failures != 1 || s.Wake.Failing || s.Wake.LastError == "" {
 		t.Errorf("after one failed check, wake = %+v, want 1 failure, not failing yet, the error", s.Wake)
 	}
 	for _, p := range chat.all() {
@@ -220,7 +220,7 @@ func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
 	}
 	h.clock.Set(at(12, 2))
 	h.waitHistory("notes", "the second failed check", func(r []api.ScheduleRun) bool { return outcomes(r) == "check_failed check_failed" })
-	s, _ := h.c.Schedules().Get(ctx, "notes")
+	s, _ := api.ScheduleRoute.Do(ctx, h.c, "notes", api.None{})
 	if s.Wake == nil || s.Wake.Failures != 2 || !s.Wake.Failing {
 		t.Errorf("after two failed checks, wake = %+v, want failing", s.Wake)
 	}
@@ -271,13 +271,13 @@ func TestHostileConditionsAreRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := h.c.Schedules().Add(ctx, api.ScheduleRequest{Name: "x", Spec: "* * * * *", Agent: "watcher", Goal: "g", When: &tt.when})
+			_, err := api.AddScheduleRoute.Do(ctx, h.c, "", api.ScheduleRequest{Name: "x", Spec: "* * * * *", Agent: "watcher", Goal: "g", When: &tt.when})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "when") {
 				t.Errorf("add with %+v = %v, want a bad request naming %q", tt.when, err, tt.want)
 			}
 		})
 	}
-	if l, _ := h.c.Schedules().List(ctx); len(l) != 0 {
+	if l, _ := api.SchedulesRoute.Do(ctx, h.c, "", api.None{}); len(l) != 0 {
 		t.Errorf("refused schedules were stored: %+v", l)
 	}
 }
@@ -290,17 +290,17 @@ func TestSetScheduleWhenSetsAndClears(t *testing.T) {
 	ctx := context.Background()
 	h.watcher("watcher")
 	h.add(api.ScheduleRequest{Name: "notes", Spec: "@daily", Agent: "watcher", Goal: "g"})
-	s, err := h.c.Schedules().SetWhen(ctx, "notes", api.WakeConditions{Changed: []string{"notes"}, All: true})
+	s, err := api.SetScheduleWhenRoute.Do(ctx, h.c, "notes", api.WakeConditions{Changed: []string{"notes"}, All: true})
 	if err != nil || s.When == nil || !s.When.All || s.Wake == nil {
 		t.Fatalf("set = %+v, %v", s, err)
 	}
-	if _, err := h.c.Schedules().SetWhen(ctx, "notes", api.WakeConditions{Changed: []string{"../x"}}); err == nil {
+	if _, err := api.SetScheduleWhenRoute.Do(ctx, h.c, "notes", api.WakeConditions{Changed: []string{"../x"}}); err == nil {
 		t.Error("a path out of the workspace was set")
 	}
-	if s, _ := h.c.Schedules().Get(ctx, "notes"); s.When == nil || s.When.Changed[0] != "notes" {
+	if s, _ := api.ScheduleRoute.Do(ctx, h.c, "notes", api.None{}); s.When == nil || s.When.Changed[0] != "notes" {
 		t.Errorf("a refused edit changed the conditions: %+v", s.When)
 	}
-	s, err = h.c.Schedules().SetWhen(ctx, "notes", api.WakeConditions{})
+	s, err = api.SetScheduleWhenRoute.Do(ctx, h.c, "notes", api.WakeConditions{})
 	if err != nil || s.When != nil || s.Wake != nil {
 		t.Fatalf("clear = %+v, %v", s, err)
 	}

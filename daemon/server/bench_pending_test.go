@@ -79,7 +79,7 @@ func seedPending(b *testing.B, c *api.Client, n int) {
 	for range 16 {
 		wg.Go(func() {
 			for i := range work {
-				_, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("pending-%05d", i),
+				_, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: fmt.Sprintf("pending-%05d", i),
 					Description: "waits for a person", Task: "list the workspace"})
 				if err != nil {
 					select {
@@ -142,7 +142,7 @@ func restartUntilListed(b *testing.B, bin, cfgPath, stateDir, socket string, n i
 	defer grp.End(syscall.SIGTERM, time.Minute)
 	var r restarted
 	c := &api.Client{Socket: socket}
-	if !testutil.Wait(time.Minute, func() bool { _, err := c.Status(context.Background()); return err == nil }) {
+	if !testutil.Wait(time.Minute, func() bool { _, err := api.StatusRoute.Do(context.Background(), c, "", api.None{}); return err == nil }) {
 		b.Fatal("the restarted daemon did not answer on its socket")
 	}
 	r.ready = time.Since(began)

@@ -157,7 +157,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	}
 	// agentctl status and doctor show both connections.
 	c := &api.Client{Socket: cfg.Socket}
-	st, err := c.Status(ctx)
+	st, err := api.StatusRoute.Do(ctx, c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 		st.Bots[1].Platform != "slack" || st.Bots[1].State != "connected" {
 		t.Errorf("status bots = %+v", st.Bots)
 	}
-	rep, err := c.Doctor(ctx)
+	rep, err := api.DoctorRoute.Do(ctx, c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,16 +210,16 @@ func TestBotWithoutItsTokensDoesNotStart(t *testing.T) {
 	var st *api.Status
 	testutil.Eventually(t, time.Minute, "slack to connect", func() bool {
 		var err error
-		st, err = c.Status(ctx)
+		st, err = api.StatusRoute.Do(ctx, c, "", api.None{})
 		return err == nil && len(st.Bots) == 2 && st.Bots[1].State == "connected"
 	})
 	if b := st.Bots[0]; b.Platform != "discord" || b.State != "not started" || !strings.Contains(b.Error, "missing-discord-token") {
 		t.Errorf("status of the discord bot = %+v", b)
 	}
-	if _, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "still-works"}); err != nil {
+	if _, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Name: "still-works"}); err != nil {
 		t.Errorf("the daemon without its discord bot refuses agents: %v", err)
 	}
-	rep, err := c.Doctor(ctx)
+	rep, err := api.DoctorRoute.Do(ctx, c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 
 	reload := func() *api.ReloadResult {
 		t.Helper()
-		res, err := d.c.Reload(ctx)
+		res, err := api.ReloadRoute.Do(ctx, d.c, "", api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 
 	// A token file gone: refused, and the bot running keeps its connection.
 	os.Remove(botFile)
-	_, err := d.c.Reload(ctx)
+	_, err := api.ReloadRoute.Do(ctx, d.c, "", api.None{})
 	if err == nil || !strings.Contains(err.Error(), "slack bot token") {
 		t.Errorf("reload with the bot token file gone: %v, want a refusal naming the slack bot token", err)
 	}

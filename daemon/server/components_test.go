@@ -226,7 +226,7 @@ func TestSocketRefusesAgentCommands(t *testing.T) {
 	asked := make(chan int32, 4)
 	stop := runDaemonWith(t, cfg, slog.New(slog.DiscardHandler), Options{IsAgentCommand: func(pid int32) bool { asked <- pid; return true }})
 	defer stop()
-	_, err := (&api.Client{Socket: cfg.Socket}).Status(context.Background())
+	_, err := api.StatusRoute.Do(context.Background(), &api.Client{Socket: cfg.Socket}, "", api.None{})
 	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "requests from commands an agent runs are refused") {
 		t.Fatalf("Status = %v, want 403 refusing an agent's command", err)
 	}

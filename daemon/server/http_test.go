@@ -282,7 +282,7 @@ func TestStatusShowsTheListener(t *testing.T) {
 			cfg.HTTP.Listen, cfg.HTTP.AgentProtocol = tt.listen, tt.agentProtocol
 			stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 			defer stop()
-			st, err := (&api.Client{Socket: cfg.Socket}).Status(context.Background())
+			st, err := api.StatusRoute.Do(context.Background(), &api.Client{Socket: cfg.Socket}, "", api.None{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -447,7 +447,7 @@ func TestDoctorOverTheSocket(t *testing.T) {
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	os.Chmod(cfg.HTTP.TokenFile, 0o644) // someone loosened it after the start
-	rep, err := (&api.Client{Socket: cfg.Socket}).Doctor(context.Background())
+	rep, err := api.DoctorRoute.Do(context.Background(), &api.Client{Socket: cfg.Socket}, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,23 +142,23 @@ func TestMixedWorkloadNeverReloadsTheModel(t *testing.T) {
 			c := &api.Client{Socket: cfg.Socket}
 			ctx := context.Background()
 
-			a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Task: "read the page, then keep notes in files",
+			a, err := api.CreateAgentRoute.Do(ctx, c, "", api.CreateAgentRequest{Task: "read the page, then keep notes in files",
 				Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := c.Teams().Start(ctx, api.TeamRunRequest{Workflow: oneRoundWorkflow, File: "round.toml", Task: "plan a release"})
+			tr, err := api.StartTeamRoute.Do(ctx, c, "", api.TeamRunRequest{Workflow: oneRoundWorkflow, File: "round.toml", Task: "plan a release"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !testutil.Wait(60*time.Second, func() bool {
-				r, err := c.Teams().Get(ctx, tr.ID)
+				r, err := api.TeamRoute.Do(ctx, c, tr.ID, api.None{})
 				return work.count("profile") > 0 && work.count("web") > 0 && work.count("summary") > 0 &&
 					err == nil && r.Status != api.TeamRunning
 			}) {
 				t.Fatalf("the workload did not complete: calls %v", work.seen)
 			}
-			if _, err := c.Stop(ctx, a.ID); err != nil {
+			if _, err := api.StopRoute.Do(ctx, c, a.ID, api.None{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := stop(); err != nil {
@@ -211,15 +211,15 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 	c := &api.Client{Socket: cfg.Socket}
 
 	a.SetDown(true)
-	ag, err := c.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "pooled", Description: "d", Task: "t"})
+	ag, err := api.CreateAgentRoute.Do(context.Background(), c, "", api.CreateAgentRequest{Name: "pooled", Description: "d", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 10*time.Second, "a step on the host that is up", func() bool {
-		got, err := c.Agent(context.Background(), ag.ID)
+		got, err := api.AgentRoute.Do(context.Background(), c, ag.ID, api.None{})
 		return err == nil && got.State == api.StateAwaitingDecision
 	})
-	st, err := c.Status(context.Background())
+	st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}

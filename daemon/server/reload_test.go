@@ -147,7 +147,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := range 4 {
-		a, err := d.c.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
+		a, err := api.CreateAgentRoute.Do(ctx, d.c, "", api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
 			Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 		if err != nil {
 			t.Fatal(err)
@@ -174,13 +174,13 @@ func TestReloadUnderLoad(t *testing.T) {
 		if r.bySignal {
 			d.hup <- syscall.SIGHUP
 			if !testutil.Wait(10*time.Second, func() bool {
-				st, err := d.c.Status(ctx)
+				st, err := api.StatusRoute.Do(ctx, d.c, "", api.None{})
 				return err == nil && st.Ollama.Model == r.model
 			}) {
 				t.Fatalf("round %d: SIGHUP did not switch the model to %s", i, r.model)
 			}
 		} else {
-			res, err := d.c.Reload(ctx)
+			res, err := api.ReloadRoute.Do(ctx, d.c, "", api.None{})
 			if err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
@@ -206,7 +206,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		a, err := d.c.Agent(ctx, id)
+		a, err := api.AgentRoute.Do(ctx, d.c, id, api.None{})
 		if err != nil {
 			t.Fatalf("agent %s lost: %v", id, err)
 		}
@@ -230,7 +230,7 @@ func TestReloadRefusesABadFile(t *testing.T) {
 	d := startReloadDaemon(t, "model = \"m1\"\n")
 	ctx := context.Background()
 	d.write("model = \"m2\"\nmax_context = 10\n[agent]\ncommands = [\"finish\", \"ask_user\", \"no_such\"]\ndisabled_components = [\"nope\"]\n[permissions]\nallow = [\"read_file(\"]\n")
-	_, err := d.c.Reload(ctx)
+	_, err := api.ReloadRoute.Do(ctx, d.c, "", api.None{})
 	if !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("Reload of a bad file: %v, want a conflict", err)
 	}
@@ -244,19 +244,19 @@ func TestReloadRefusesABadFile(t *testing.T) {
 			t.Errorf("the log does not show %q:\n%s", want, d.log)
 		}
 	}
-	st, err := d.c.Status(ctx)
+	st, err := api.StatusRoute.Do(ctx, d.c, "", api.None{})
 	if err != nil || st.Ollama.Model != "m1" {
 		t.Fatalf("after a refused reload: model %q (err %v), want m1", st.Ollama.Model, err)
 	}
 
 	// Unknown commands and components are refused too (checked after the file loads).
 	d.write("model = \"m1\"\n[agent]\ndisabled_components = [\"nope\"]\n")
-	if _, err := d.c.Reload(ctx); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := api.ReloadRoute.Do(ctx, d.c, "", api.None{}); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("Reload with an unknown component: %v", err)
 	}
 
 	d.write("model = \"m1\"\n[memory]\nk = 3\n[log]\nlevel = \"debug\"\n")
-	res, err := d.c.Reload(ctx)
+	res, err := api.ReloadRoute.Do(ctx, d.c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestReloadRefusesABadFile(t *testing.T) {
 		t.Errorf("the restart-only change is not logged:\n%s", d.log)
 	}
 	// Still reported on the next reload: the daemon still runs with the old value.
-	res, err = d.c.Reload(ctx)
+	res, err = api.ReloadRoute.Do(ctx, d.c, "", api.None{})
 	if err != nil || len(res.Applied) != 0 || !slices.Equal(res.NeedsRestart, []string{"memory.k"}) {
 		t.Errorf("second reload: %+v, %v; want nothing applied and memory.k still needing a restart", res, err)
 	}
@@ -283,7 +283,7 @@ func TestReloadRefusesABadFile(t *testing.T) {
 func TestReloadReturnsWarnings(t *testing.T) {
 	d := startReloadDaemon(t, "model = \"m1\"\n")
 	d.write("model = \"m1\"\n[http]\nagent_protocol = true\n")
-	res, err := d.c.Reload(context.Background())
+	res, err := api.ReloadRoute.Do(context.Background(), d.c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,14 +38,14 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 		t.Fatalf("the console listens on %s though [web_console] is off", cfg.WebConsole.Listen)
 	}
 	c := &api.Client{Socket: cfg.Socket}
-	if st, err := c.Status(context.Background()); err != nil || st.Web.URL != "" {
+	if st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{}); err != nil || st.Web.URL != "" {
 		t.Fatalf("status says the console serves before agentctl web: %+v, %v", st, err)
 	}
-	login, err := c.Web().Login(context.Background())
+	login, err := api.WebLoginRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := c.Status(context.Background()); err != nil || st.Web.URL != login.URL {
+	if st, err := api.StatusRoute.Do(context.Background(), c, "", api.None{}); err != nil || st.Web.URL != login.URL {
 		t.Fatalf("status: %+v, %v; want the console at %s", st, err, login.URL)
 	}
 	if login.URL != "http://"+cfg.WebConsole.Listen+"/" || !strings.HasPrefix(login.LoginURL, login.URL+"login?token=") {
@@ -64,7 +64,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 			t.Fatalf("login %d: status %d, want %d:\n%s", i, resp.StatusCode, want, body)
 		}
 	}
-	again, err := (&api.Client{Socket: cfg.Socket}).Web().Login(context.Background())
+	again, err := api.WebLoginRoute.Do(context.Background(), &api.Client{Socket: cfg.Socket}, "", api.None{})
 	if err != nil || again.URL != login.URL || again.LoginURL == login.LoginURL {
 		t.Fatalf("a second agentctl web: %+v, %v; want the same console and a new token", again, err)
 	}
@@ -88,11 +88,11 @@ func TestWebConsoleEnabled(t *testing.T) {
 func TestWebLogoutEndsEverySession(t *testing.T) {
 	cfg := consoleDaemon(t, false)
 	c := &api.Client{Socket: cfg.Socket}
-	used, err := c.Web().Login(context.Background())
+	used, err := api.WebLoginRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	unused, err := c.Web().Login(context.Background())
+	unused, err := api.WebLoginRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestWebLogoutEndsEverySession(t *testing.T) {
 	if code := get(used.LoginURL); code != http.StatusOK {
 		t.Fatalf("login: %d", code)
 	}
-	out, err := c.Web().Logout(context.Background())
+	out, err := api.WebLogoutRoute.Do(context.Background(), c, "", api.None{})
 	if err != nil || out.Sessions != 1 {
 		t.Fatalf("web logout: %+v, %v; want 1 session ended", out, err)
 	}

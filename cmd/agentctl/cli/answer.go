@@ -40,7 +40,7 @@ func (a decisionVerbs) runAnswer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ag, err := a.api().Agent(ctx, ref)
+	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return agentErr(ref, err)
 	}
@@ -49,7 +49,7 @@ func (a decisionVerbs) runAnswer(ctx context.Context, args []string) error {
 		return fmt.Errorf("agent %s asks no question right now (it is %s)", refOf(ag), stateString(ag))
 	}
 	req := api.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
-	if err := a.api().Answer(ctx, ag.ID, req); err != nil {
+	if err := api.AnswerRoute.Send(ctx, a.api(), ag.ID, req); err != nil {
 		return err
 	}
 	if !a.json {

@@ -119,12 +119,12 @@ const auditPage = 10_000
 func (a daemonVerbs) auditPages(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error) {
 	want := q.Limit
 	if want <= auditPage {
-		return a.api().Audit(ctx, q)
+		return api.AuditRoute.Do(ctx, a.api(), "", q)
 	}
 	var pages [][]api.AuditEntry
 	for got := 0; got < want; {
 		q.Limit = min(want-got, auditPage)
-		page, err := a.api().Audit(ctx, q)
+		page, err := api.AuditRoute.Do(ctx, a.api(), "", q)
 		if err != nil {
 			return nil, err
 		}

@@ -80,9 +80,9 @@ func (a agentVerbs) runBudget(ctx context.Context, args []string) error {
 	}
 	var ag *api.Agent
 	if req == (api.BudgetRequest{}) {
-		ag, err = a.api().Agent(ctx, ref)
+		ag, err = api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	} else {
-		ag, err = a.api().SetBudget(ctx, ref, req)
+		ag, err = api.BudgetRoute.Do(ctx, a.api(), ref, req)
 	}
 	return printResult(a.app, ag, agentErr(ref, err), func() {
 		writeBudget(a.stdout, ag)

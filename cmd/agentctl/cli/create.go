@@ -59,7 +59,7 @@ func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 	case budget != nil && !*start:
 		return usagef("--max-steps, --max-tokens and --max-time bound a run: add --start (or give them to agentctl task)")
 	}
-	ag, err := a.api().CreateAgent(ctx, api.CreateAgentRequest{
+	ag, err := api.CreateAgentRoute.Do(ctx, a.api(), "", api.CreateAgentRequest{
 		Name: *name, Description: *role, Goals: goals, Start: start, Budget: budget,
 	})
 	return printResult(a.app, ag, err, func() {
@@ -71,7 +71,7 @@ func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 		}
 		// The deny rules of its config apply at once: say so if they have no second wall.
 		// Only a warning, so a failed look-up says nothing: the agent is created.
-		if v, err := a.api().Policy().Get(ctx, ag.ID); err == nil {
+		if v, err := api.PolicyRoute.Do(ctx, a.api(), ag.ID, api.None{}); err == nil {
 			a.warn(v.Warnings)
 		}
 	})

@@ -13,7 +13,7 @@ import (
 
 // pendingProposal returns the agent and its proposal waiting for a decision.
 func (a decisionVerbs) pendingProposal(ctx context.Context, ref string) (*api.Agent, *api.Proposal, error) {
-	ag, err := a.api().Agent(ctx, ref)
+	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return nil, nil, agentErr(ref, err)
 	}
@@ -36,7 +36,7 @@ func (a decisionVerbs) decide(ctx context.Context, ref string, req api.DecideReq
 	req.ProposalID, req.Hash = p.ID, p.Ref() // bound to the preview fetched: one run again since is refused
 	req.Source = "agentctl"
 	req.By = user()
-	d, err := a.api().Decide(ctx, ag.ID, req)
+	d, err := api.DecideRoute.Do(ctx, a.api(), ag.ID, req)
 	return printResult(a.app, d, err, func() { // a 409 carries the daemon's reason: superseded, already decided, …
 		call := formatCall(p.Command, p.Args)
 		switch req.Kind {

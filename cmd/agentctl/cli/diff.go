@@ -54,7 +54,7 @@ func (a agentVerbs) runDiff(ctx context.Context, args []string) error {
 			return usagef("STEP %q: want a step number like 3 (agentctl history %s lists them)", pos[1], pos[0])
 		}
 	}
-	c, err := a.api().Diff(ctx, pos[0], api.DiffRequest{Step: step, Run: *run})
+	c, err := api.DiffRoute.Do(ctx, a.api(), pos[0], api.DiffRequest{Step: step, Run: *run})
 	return printResult(a.app, c, agentErr(pos[0], err), func() {
 		writeStepChange(a.stdout, c)
 	})

@@ -41,7 +41,7 @@ func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 	checks := []api.Check{checkSocket(a.socket)}
 	if checks[0].Status != api.CheckFail {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := a.api().Status(cctx)
+		st, err := api.StatusRoute.Do(cctx, a.api(), "", api.None{})
 		cancel()
 		if err != nil {
 			checks = append(checks, daemonCheck(err))
@@ -49,7 +49,7 @@ func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 			checks = append(checks, api.Check{Name: "daemon", Status: api.CheckOK,
 				Detail: fmt.Sprintf("agentd %s, pid %d, started %s, %d agents", st.Version, st.PID, formatTime(st.Started), total(st.Agents))})
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-			rep, err := a.api().Doctor(cctx)
+			rep, err := api.DoctorRoute.Do(cctx, a.api(), "", api.None{})
 			cancel()
 			if err != nil {
 				checks = append(checks, api.Check{Name: "daemon", Status: api.CheckFail, Detail: "the daemon's checks failed: " + err.Error(),

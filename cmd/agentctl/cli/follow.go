@@ -113,8 +113,8 @@ type follower struct {
 // task just started: if the snapshot shows it over already, follow says so and ends
 // (a run that finished before follow looked once left follow waiting forever).
 func (a decisionVerbs) follow(ctx context.Context, ref string, stay bool, run string) error {
-	st, stErr := a.api().Status(ctx)
-	ag, err := a.api().Agent(ctx, ref)
+	st, stErr := api.StatusRoute.Do(ctx, a.api(), "", api.None{})
+	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return agentErr(ref, err)
 	}
@@ -249,13 +249,13 @@ func (f *follower) stream(ctx context.Context) error {
 // resync reads the agent again after the stream dropped, in case events were lost: the
 // daemon keeps a bounded backlog, and a restarted daemon numbers events from 1 again.
 func (f *follower) resync(ctx context.Context) error {
-	st, err := f.a.api().Status(ctx)
+	st, err := api.StatusRoute.Do(ctx, f.a.api(), "", api.None{})
 	if err != nil {
 		return err
 	}
 	restarted := !f.started.IsZero() && !st.Started.Equal(f.started)
 	f.started = st.Started
-	ag, err := f.a.api().Agent(ctx, f.id)
+	ag, err := api.AgentRoute.Do(ctx, f.a.api(), f.id, api.None{})
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (f *follower) apply(ctx context.Context, text string) {
 		f.notef("%s", api.AnswerHelp)
 	case q != nil:
 		req := api.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
-		err := f.send(func() error { return f.a.api().Answer(ctx, f.id, req) })
+		err := f.send(func() error { return api.AnswerRoute.Send(ctx, f.a.api(), f.id, req) })
 		if err == nil {
 			f.notef("(answer sent)")
 		}
@@ -381,7 +381,7 @@ func (f *follower) apply(ctx context.Context, text string) {
 			return
 		}
 		req.ProposalID, req.Source, req.By, req.Hash = p.ID, "agentctl", user(), p.Ref() // the proposal as shown
-		err = f.send(func() error { _, err := f.a.api().Decide(ctx, f.id, req); return err })
+		err = f.send(func() error { _, err := api.DecideRoute.Do(ctx, f.a.api(), f.id, req); return err })
 		if (err == nil || f.refused(ctx, err)) && (f.pending == nil || shownKey(f.pending) == shownKey(p)) {
 			f.close(p.ID) // unless it was asked again meanwhile, with its preview run again
 		}

@@ -24,7 +24,7 @@ func (a agentVerbs) runHistory(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eps, err := a.api().History(ctx, ref)
+	eps, err := api.HistoryRoute.Do(ctx, a.api(), ref, api.None{})
 	return printResult(a.app, eps, agentErr(ref, err), func() {
 		if len(eps) == 0 {
 			a.note("agent %s has no history yet", ref)

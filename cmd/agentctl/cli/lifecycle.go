@@ -12,7 +12,7 @@ var (
 		long: `Pause stops the agent from taking further steps once the current one is done; a
 command already running finishes. Nothing is lost: 'agentctl resume AGENT' carries on
 where it stopped.`,
-		run: agentAction((*api.Client).Pause),
+		run: agentAction(api.PauseRoute),
 	}
 	resumeCmd = &command{
 		name:  "resume",
@@ -21,7 +21,7 @@ where it stopped.`,
 		long: `Resume lets a paused agent (paused by you, or by the daemon when it got stuck) or a
 failed one carry on with its current run. To give an idle agent new work, use
 'agentctl task' instead.`,
-		run: agentAction((*api.Client).Resume),
+		run: agentAction(api.ResumeRoute),
 	}
 	stopCmd = &command{
 		name:  "stop",
@@ -30,6 +30,6 @@ failed one carry on with its current run. To give an idle agent new work, use
 		long: `Stop ends the agent's current run: a proposal waiting for a decision is dropped, a
 question withdrawn and a running command cancelled. The agent and its history stay;
 give it a new task with 'agentctl task AGENT "TASK"'. To delete it, use 'agentctl rm'.`,
-		run: agentAction((*api.Client).Stop),
+		run: agentAction(api.StopRoute),
 	}
 )

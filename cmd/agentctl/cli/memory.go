@@ -112,7 +112,7 @@ func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []strin
 	if text == "" {
 		return usagef("missing TEXT: what to remember")
 	}
-	m, err := a.api().Memory().Add(ctx, api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
+	m, err := api.AddMemoryRoute.Do(ctx, a.api(), "", api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
 	return printResult(a.app, m, memoryErr(f.agent, err), func() {
 		fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m))
 	})
@@ -127,7 +127,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	if f.kind != "" {
 		req.Kinds = []string{f.kind}
 	}
-	hits, err := a.api().Memory().Search(ctx, req)
+	hits, err := api.SearchMemoryRoute.Do(ctx, a.api(), "", req)
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -137,7 +137,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	if len(hits) == 0 {
 		// The daemon waited a while for what was queued before the search; more may
 		// still be on its way into the index (a big import, a rebuild).
-		if st, err := a.api().Memory().Stats(ctx); err == nil && (st.Queued > 0 || st.Rebuilding) {
+		if st, err := api.MemoryStatsRoute.Do(ctx, a.api(), "", api.None{}); err == nil && (st.Queued > 0 || st.Rebuilding) {
 			a.note("no memory matches %q yet: %s still being indexed; search again in a moment (agentctl memory stats shows the queue)",
 				query, display.Count(max(st.Queued, 1), "memory is", "memories are"))
 			return nil
@@ -157,7 +157,7 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 	if len(rest) > 0 {
 		return usagef("memory ls takes no arguments, got %q (filter with --agent and --kind)", rest)
 	}
-	list, err := a.api().Memory().List(ctx, api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
+	list, err := api.MemoriesRoute.Do(ctx, a.api(), "", api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -172,7 +172,7 @@ func (a memoryVerbs) memoryRemove(ctx context.Context, ids []string) error {
 		return usagef("missing ID: which memory to forget (see agentctl memory ls)")
 	}
 	for _, id := range ids {
-		if err := a.api().Memory().Delete(ctx, id); err != nil {
+		if err := api.DeleteMemoryRoute.Send(ctx, a.api(), id, api.None{}); err != nil {
 			return err
 		}
 		if !a.json {
@@ -187,9 +187,9 @@ func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex boo
 	var err error
 	if reindex {
 		a.note("rebuilding the memory index from the database…")
-		st, err = a.api().Memory().Reindex(ctx)
+		st, err = api.ReindexMemoryRoute.Do(ctx, a.api(), "", api.None{})
 	} else {
-		st, err = a.api().Memory().Stats(ctx)
+		st, err = api.MemoryStatsRoute.Do(ctx, a.api(), "", api.None{})
 	}
 	if err != nil {
 		return err

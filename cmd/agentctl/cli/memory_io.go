@@ -158,7 +158,7 @@ func checkImportFile(path, defaultAgent string) (map[string]int, int, error) {
 // checkImportAgents makes sure every agent the file names exists before anything is sent.
 func (a memoryVerbs) checkImportAgents(ctx context.Context, path string, agents map[string]int) error {
 	for _, n := range slices.Sorted(maps.Keys(agents)) {
-		if _, err := a.api().Agent(ctx, n); err != nil {
+		if _, err := api.AgentRoute.Do(ctx, a.api(), n, api.None{}); err != nil {
 			if errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl create --name %s --role ROLE) or fix the agent", path, agents[n], n, n)
 			}
@@ -184,7 +184,7 @@ func (a memoryVerbs) sendImport(ctx context.Context, path, agent string) (int, e
 		if len(req.Records) == 0 {
 			return nil
 		}
-		res, err := a.api().Memory().Import(ctx, req)
+		res, err := api.ImportMemoryRoute.Do(ctx, a.api(), "", req)
 		if err != nil {
 			if imported == 0 {
 				return fmt.Errorf("%s: nothing imported: %w", path, err)
@@ -226,7 +226,7 @@ func (a memoryVerbs) memoryExport(ctx context.Context, f memoryFlags, rest []str
 	n := 0
 	req := api.MemoryExportRequest{Agent: f.agent}
 	for {
-		page, err := a.api().Memory().Export(ctx, req)
+		page, err := api.ExportMemoryRoute.Do(ctx, a.api(), "", req)
 		if err != nil {
 			return memoryErr(f.agent, err)
 		}

@@ -14,7 +14,7 @@ import (
 
 // agentStats keeps the stats of one agent (a name or id), after checking it exists.
 func (a memoryVerbs) agentStats(ctx context.Context, ref string, all []api.MemoryAgentStats) ([]api.MemoryAgentStats, error) {
-	ag, err := a.api().Agent(ctx, ref)
+	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return nil, agentErr(ref, err)
 	}

@@ -34,7 +34,7 @@ func probe(path string) (state string, answers bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	st, err := (&api.Client{Socket: path}).Status(ctx)
+	st, err := api.StatusRoute.Do(ctx, &api.Client{Socket: path}, "", api.None{})
 	switch {
 	case err == nil:
 		return fmt.Sprintf("agentd %s answers (pid %d)", st.Version, st.PID), true

@@ -102,18 +102,18 @@ func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 	var v *api.PolicyView
 	switch {
 	case len(rest) == 0:
-		v, err = a.api().Policy().Get(ctx, ref)
+		v, err = api.PolicyRoute.Do(ctx, a.api(), ref, api.None{})
 	case len(rest) == 2 && rest[0] == "deny":
-		v, err = a.api().Policy().Add(ctx, ref, api.PermissionRequest{Effect: rest[0], Pattern: rest[1], By: user()})
+		v, err = api.AddPermissionRoute.Do(ctx, a.api(), ref, api.PermissionRequest{Effect: rest[0], Pattern: rest[1], By: user()})
 	case len(rest) == 3 && rest[0] == "rm" && (rest[1] == "allow" || rest[1] == "deny"):
-		v, err = a.api().Policy().Remove(ctx, ref, api.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
+		v, err = api.RemovePermissionRoute.Do(ctx, a.api(), ref, api.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
 	default:
 		return usagef("want: policy AGENT, policy AGENT add PATTERN, policy AGENT revoke GRANT, policy AGENT allow|deny PATTERN, policy AGENT rm allow|deny PATTERN or policy AGENT test COMMAND; got %q", strings.Join(rest, " "))
 	}
 	if err != nil {
 		return agentErr(ref, err)
 	}
-	gl, err := a.api().Grants().List(ctx, ref)
+	gl, err := api.GrantsRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return agentErr(ref, err)
 	}

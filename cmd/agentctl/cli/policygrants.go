@@ -36,7 +36,7 @@ func (g *grantFlags) add(fs *flag.FlagSet) {
 func (a policyVerbs) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
 	req := api.GrantRequest{Pattern: pattern, By: user(), Source: "agentctl", Count: f.count, Expires: f.expires,
 		Run: f.run, Preview: f.preview, DryRun: true}
-	pv, err := a.api().Grants().Add(ctx, ref, req)
+	pv, err := api.AddGrantRoute.Do(ctx, a.api(), ref, req)
 	if err != nil {
 		return agentErr(ref, err)
 	}
@@ -57,7 +57,7 @@ func (a policyVerbs) runGrantAdd(ctx context.Context, ref, pattern string, f gra
 		}
 	}
 	req.DryRun = false
-	if pv, err = a.api().Grants().Add(ctx, ref, req); err != nil {
+	if pv, err = api.AddGrantRoute.Do(ctx, a.api(), ref, req); err != nil {
 		return agentErr(ref, err)
 	}
 	if a.json {
@@ -85,7 +85,7 @@ func (a policyVerbs) printPreview(ref string, pv *api.GrantPreview) {
 
 // runGrantRevoke revokes one of the agent's grants.
 func (a policyVerbs) runGrantRevoke(ctx context.Context, ref, id string) error {
-	g, err := a.api().Grants().Revoke(ctx, ref, api.RevokeRequest{ID: id, By: user()})
+	g, err := api.RevokeGrantRoute.Do(ctx, a.api(), ref, api.RevokeRequest{ID: id, By: user()})
 	return printResult(a.app, g, err, func() { // the daemon names the agent or the grant it did not find
 		fmt.Fprintf(a.stdout, "revoked grant %s (%s): it approves nothing from the agent's next proposal on\n", line(g.ID), line(g.Describe()))
 	})

@@ -89,7 +89,7 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 	if req.Command == "" {
 		req.Command = "execute_shell"
 	}
-	v, err := a.api().Policy().Test(ctx, ref, req)
+	v, err := api.TestPolicyRoute.Do(ctx, a.api(), ref, req)
 	if err != nil {
 		return agentErr(ref, err)
 	}

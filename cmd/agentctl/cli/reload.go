@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/agentd/agentd/api"
 )
 
 var reloadCmd = &command{
@@ -25,7 +27,7 @@ func (a daemonVerbs) runReload(ctx context.Context, args []string) error {
 	if err := a.parseNone(args); err != nil {
 		return err
 	}
-	res, err := a.api().Reload(ctx)
+	res, err := api.ReloadRoute.Do(ctx, a.api(), "", api.None{})
 	return printResult(a.app, res, err, func() {
 		where := res.Config
 		if where == "" {

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/agentd/agentd/api"
 )
 
 var replayCmd = &command{
@@ -20,7 +22,7 @@ func (a daemonVerbs) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.api().Replay(ctx, ref)
+	r, err := api.ReplayRoute.Do(ctx, a.api(), ref, api.None{})
 	return printResult(a.app, r, err, func() {
 		run := r.Run
 		name := run.Agent

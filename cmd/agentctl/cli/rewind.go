@@ -49,7 +49,7 @@ func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 		return usagef("want --to STEP (a step number from agentctl history %s), --run RUN, or --undo ID, one of them", ref)
 	}
 	req := api.RewindRequest{To: *to, Run: *run, Undo: *undo, Source: "agentctl", DryRun: true}
-	plan, err := a.api().Rewind(ctx, ref, req)
+	plan, err := api.RewindRoute.Do(ctx, a.api(), ref, req)
 	if err != nil {
 		return agentErr(ref, err)
 	}
@@ -63,7 +63,7 @@ func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 	}
 	// The daemon applies the change only to the workspace the dry run compared.
 	req.DryRun, req.Shown = false, plan.From
-	done, err := a.api().Rewind(ctx, ref, req)
+	done, err := api.RewindRoute.Do(ctx, a.api(), ref, req)
 	return printResult(a.app, done, agentErr(ref, err), func() {
 		fmt.Fprintf(a.stdout, "%s  rewound %s: %s\n", line(done.Agent), rewindTarget(req, done.Restore.RunID), line(done.Restore.Summary))
 		fmt.Fprintf(a.stdout, "  undo with: agentctl rewind %s --undo %s\n", line(done.Agent), line(done.Undo))

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/agentd/agentd/api"
 )
 
 var rmCmd = &command{
@@ -19,7 +21,7 @@ func (a agentVerbs) runRm(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.api().DeleteAgent(ctx, ref); err != nil {
+	if err := api.DeleteAgentRoute.Send(ctx, a.api(), ref, api.None{}); err != nil {
 		return agentErr(ref, err)
 	}
 	if !a.json {

@@ -46,7 +46,7 @@ func (a agentVerbs) runRun(ctx context.Context, args []string) error {
 	if *auto > 0 {
 		req.Policy = &api.Policy{Mode: "auto", AutoSteps: *auto}
 	}
-	ag, err := a.api().CreateAgent(ctx, req)
+	ag, err := api.CreateAgentRoute.Do(ctx, a.api(), "", req)
 	if err != nil {
 		return err
 	}

@@ -147,7 +147,7 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 			req.Autonomy.Mode = api.AutonomyAuto
 		}
 	}
-	s, err := a.api().Schedules().Add(ctx, req)
+	s, err := api.AddScheduleRoute.Do(ctx, a.api(), "", req)
 	return printResult(a.app, s, err, func() {
 		fmt.Fprintf(a.stdout, "schedule %s added: %s (%s)\n", s.Name, s.Spec, s.TimeZone)
 		if s.When != nil {
@@ -211,7 +211,7 @@ func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("schedule ls takes no arguments, got %q", pos)
 	}
-	list, err := a.api().Schedules().List(ctx)
+	list, err := api.SchedulesRoute.Do(ctx, a.api(), "", api.None{})
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.api().Schedules().Get(ctx, ref)
+	s, err := api.ScheduleRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(w, "  last fired:  %s\n", last)
 	writeNextTimes(w, s)
-	runs, err := a.api().Schedules().History(ctx, s.ID, 5)
+	runs, err := api.ScheduleHistoryRoute.Do(ctx, a.api(), s.ID, api.ScheduleHistoryQuery{Limit: 5})
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 	if *limit < 0 {
 		return usagef("-n %d: want a number of records, 1 or more", *limit)
 	}
-	runs, err := a.api().Schedules().History(ctx, ref, *limit)
+	runs, err := api.ScheduleHistoryRoute.Do(ctx, a.api(), ref, api.ScheduleHistoryQuery{Limit: *limit})
 	return printResult(a.app, runs, err, func() {
 		if len(runs) == 0 {
 			a.note("schedule %s has not fired yet", ref)
@@ -329,7 +329,7 @@ func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.api().Schedules().Remove(ctx, ref); err != nil {
+	if err := api.RemoveScheduleRoute.Send(ctx, a.api(), ref, api.None{}); err != nil {
 		return err
 	}
 	if a.json {
@@ -340,19 +340,19 @@ func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 }
 
 func (a scheduleVerbs) schedulePause(ctx context.Context, args []string) error {
-	return a.scheduleChange(ctx, args, api.ScheduleClient.Pause)
+	return a.scheduleChange(ctx, args, api.PauseScheduleRoute)
 }
 
 func (a scheduleVerbs) scheduleResume(ctx context.Context, args []string) error {
-	return a.scheduleChange(ctx, args, api.ScheduleClient.Resume)
+	return a.scheduleChange(ctx, args, api.ResumeScheduleRoute)
 }
 
-func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn func(api.ScheduleClient, context.Context, string) (*api.Schedule, error)) error {
+func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, route api.Route[api.None, *api.Schedule]) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
 	}
-	s, err := fn(a.api().Schedules(), ctx, ref)
+	s, err := route.Do(ctx, a.api(), ref, api.None{})
 	return printResult(a.app, s, err, func() {
 		fmt.Fprintf(a.stdout, "schedule %s: %s\n", s.Name, scheduleState(s))
 		writeNextTimes(a.stdout, s)
@@ -364,7 +364,7 @@ func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error 
 	if err != nil {
 		return err
 	}
-	r, err := a.api().Schedules().Run(ctx, ref)
+	r, err := api.RunScheduleRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (a scheduleVerbs) scheduleEdit(ctx context.Context, args []string) error {
 	if c == nil {
 		return usagef("nothing to change: give the conditions (--when-changed PATH, --when-url URL, --when 'COMMAND', …) or --when-none to remove them")
 	}
-	s, err := a.api().Schedules().SetWhen(ctx, ref, *c)
+	s, err := api.SetScheduleWhenRoute.Do(ctx, a.api(), ref, *c)
 	return printResult(a.app, s, err, func() {
 		fmt.Fprintf(a.stdout, "schedule %s: wakes the model %s\n", s.Name, whenString(s.When))
 	})

@@ -30,7 +30,7 @@ func (a agentVerbs) runShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ag, err := a.api().Agent(ctx, ref)
+	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return agentErr(ref, err)
 	}
@@ -38,7 +38,7 @@ func (a agentVerbs) runShow(ctx context.Context, args []string) error {
 		return a.printJSON(ag)
 	}
 	writeAgent(a.stdout, ag)
-	gl, err := a.api().Grants().List(ctx, ag.ID)
+	gl, err := api.GrantsRoute.Do(ctx, a.api(), ag.ID, api.None{})
 	if err != nil {
 		return err
 	}

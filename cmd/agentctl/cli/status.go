@@ -33,7 +33,7 @@ func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
 	if err := a.parseNone(args); err != nil {
 		return err
 	}
-	st, err := a.api().Status(ctx)
+	st, err := api.StatusRoute.Do(ctx, a.api(), "", api.None{})
 	return printResult(a.app, st, err, func() {
 		writeStatus(a.stdout, st)
 	})

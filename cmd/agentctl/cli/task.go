@@ -34,7 +34,7 @@ func (a agentVerbs) runTask(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ag, err := a.api().TaskRun(ctx, ref, api.TaskRequest{Task: task, Budget: budget})
+	ag, err := api.TaskRoute.Do(ctx, a.api(), ref, api.TaskRequest{Task: task, Budget: budget})
 	if err != nil {
 		return agentErr(ref, err)
 	}

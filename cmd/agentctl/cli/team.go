@@ -79,7 +79,7 @@ func (a teamVerbs) teamRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("workflow file: %w", err)
 	}
-	r, err := a.api().Teams().Start(ctx, api.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER"), KeepAgents: *keep})
+	r, err := api.StartTeamRoute.Do(ctx, a.api(), "", api.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER"), KeepAgents: *keep})
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (a teamVerbs) teamPlan(ctx context.Context, args []string) error {
 	if task == "" {
 		return usagef(`missing TASK, e.g. agentctl team plan "a report on SQLite's WAL mode" -o report.toml`)
 	}
-	p, err := a.api().Teams().Plan(ctx, api.TeamPlanRequest{Task: task})
+	p, err := api.PlanTeamRoute.Do(ctx, a.api(), "", api.TeamPlanRequest{Task: task})
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 	var prev *api.TeamTurn
 	for {
 		ended := false
-		err := a.api().Teams().Events(ctx, id, seen, func(ev api.Event) error {
+		err := a.api().TeamEvents(ctx, id, seen, func(ev api.Event) error {
 			attempt = 1
 			if ev.Team == nil {
 				return nil
@@ -200,7 +200,7 @@ func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("team ls takes no arguments, got %q", pos)
 	}
-	list, err := a.api().Teams().List(ctx)
+	list, err := api.TeamsRoute.Do(ctx, a.api(), "", api.None{})
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.api().Teams().Get(ctx, id)
+	r, err := api.TeamRoute.Do(ctx, a.api(), id, api.None{})
 	return printResult(a.app, r, err, func() {
 		w := a.stdout
 		fmt.Fprintf(w, "team run %s: workflow %s", r.ID, r.Workflow)
@@ -264,7 +264,7 @@ func (a teamVerbs) teamStop(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.api().Teams().Stop(ctx, id)
+	r, err := api.StopTeamRoute.Do(ctx, a.api(), id, api.None{})
 	return printResult(a.app, r, err, func() {
 		fmt.Fprintf(a.stdout, "%s stopped in state %s after %d turns\n", r.ID, r.State, r.Turns)
 	})

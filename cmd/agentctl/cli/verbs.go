@@ -44,15 +44,15 @@ func subcommand[V ~struct{ *app }](v V, ctx context.Context, args []string, name
 	return fn(v, ctx, args[1:])
 }
 
-// agentAction is the run of a command that takes one AGENT, calls fn on it and prints the
+// agentAction is the run of a command that takes one AGENT, calls route on it and prints the
 // agent it returns: its JSON with --json, else "NAME: STATE" (pause, resume, stop).
-func agentAction(fn func(*api.Client, context.Context, string) (*api.Agent, error)) func(*app, context.Context, []string) error {
+func agentAction(route api.Route[api.None, *api.Agent]) func(*app, context.Context, []string) error {
 	return func(a *app, ctx context.Context, args []string) error {
 		ref, err := a.parseAgent(a.newFlagSet(), args)
 		if err != nil {
 			return err
 		}
-		ag, err := fn(a.api(), ctx, ref)
+		ag, err := route.Do(ctx, a.api(), ref, api.None{})
 		return printResult(a, ag, agentErr(ref, err), func() {
 			fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
 		})

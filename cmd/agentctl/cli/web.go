@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/agentd/agentd/api"
 )
 
 var webCmd = &command{
@@ -45,7 +47,7 @@ func (a daemonVerbs) runWeb(ctx context.Context, args []string) error {
 	case len(pos) > 0:
 		return usagef("web takes no arguments but logout, got %q", pos[0])
 	}
-	login, err := a.api().Web().Login(ctx)
+	login, err := api.WebLoginRoute.Do(ctx, a.api(), "", api.None{})
 	return printResult(a.app, login, err, func() {
 		fmt.Fprintf(a.stdout, "%s\n", login.LoginURL)
 		a.note("the web console serves %s; the URL above logs one browser in, once, within 10 minutes", login.URL)
@@ -59,7 +61,7 @@ func (a daemonVerbs) runWeb(ctx context.Context, args []string) error {
 
 // webLogout ends every web console session.
 func (a daemonVerbs) webLogout(ctx context.Context) error {
-	out, err := a.api().Web().Logout(ctx)
+	out, err := api.WebLogoutRoute.Do(ctx, a.api(), "", api.None{})
 	return printResult(a.app, out, err, func() {
 		fmt.Fprintf(a.stdout, "logged out %d web console session(s); unused login URLs no longer work\n", out.Sessions)
 	})

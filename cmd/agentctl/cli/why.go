@@ -27,9 +27,9 @@ func (a agentVerbs) runWhy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, err := a.api().Why(ctx, ref)
+	w, err := api.WhyRoute.Do(ctx, a.api(), ref, api.None{})
 	if errors.Is(err, api.ErrNotFound) {
-		if _, aerr := a.api().Agent(ctx, ref); aerr != nil {
+		if _, aerr := api.AgentRoute.Do(ctx, a.api(), ref, api.None{}); aerr != nil {
 			return agentErr(ref, aerr) // no such agent, rather than no decision yet
 		}
 	}
