@@ -98,14 +98,17 @@ type Effect struct {
 
 // Ref is what a decision names of p as it was shown (DecideRequest.Hash, or a prefix of
 // it): its Hash, bound to the change its effect preview captured when approving applies
-// one. A preview run again gives p a new Ref, so a decision made from the first one is
-// refused rather than applying a change nobody saw. Computed from the preview itself:
-// nothing to keep in step.
+// one — both its checkpoints (the diff shown is From's tree against To's), To's tree
+// and the profile it ran in. A preview run again gives p a new Ref, even one ending in
+// the same tree from another start, so a decision made from the first one is refused
+// rather than applying a change nobody saw. Computed from the preview itself: nothing
+// to keep in step.
 func (p *Proposal) Ref() string {
 	if p.Preview == nil || !p.Preview.Effect.Appliable() {
 		return p.Hash
 	}
-	sum := sha256.Sum256([]byte(p.Hash + "\x00" + p.Preview.Effect.ToRoot + "\x00" + p.Preview.Effect.Profile))
+	e := p.Preview.Effect
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d\x00%d", p.Hash, e.ToRoot, e.Profile, e.From, e.To))
 	return hex.EncodeToString(sum[:])
 }
 

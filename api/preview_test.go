@@ -90,3 +90,23 @@ func TestRenderSaysApprovingAppliesOnlyForPersonsProfile(t *testing.T) {
 		}
 	}
 }
+
+// Two previews that end in the same tree from different starts show different diffs:
+// their Refs differ, so a decision made from one does not apply the other; a preview
+// with nothing to apply is named by its Hash alone.
+func TestPreviewsEndingAlikeFromDifferentStartsHaveDifferentRefs(t *testing.T) {
+	withEffect := func(e *Effect) *Proposal {
+		return &Proposal{Hash: "abc", Preview: &Preview{Kind: PreviewProgram, Effect: e}}
+	}
+	a := withEffect(&Effect{From: 1, To: 3, ToRoot: "root"})
+	b := withEffect(&Effect{From: 2, To: 3, ToRoot: "root"})
+	if a.Ref() == b.Ref() {
+		t.Errorf("previews from checkpoints 1 and 2 to the same tree share the ref %s", a.Ref())
+	}
+	if again := withEffect(&Effect{From: 1, To: 3, ToRoot: "root"}); again.Ref() != a.Ref() {
+		t.Errorf("the same preview gives refs %s and %s", a.Ref(), again.Ref())
+	}
+	if none := withEffect(&Effect{None: "needs the network"}); none.Ref() != "abc" {
+		t.Errorf("a preview with nothing to apply has ref %s, want its hash", none.Ref())
+	}
+}

@@ -112,6 +112,9 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		cur.Status, ev = cycle.None, cycle.Event{Kind: cycle.LateEnd, Reason: a.StateReason}
 	}
 	s.checkpoints.ended(tx, &cur, &ev) // checkpointed at its start: record its change
+	if ev.Unchecked && on == nil {
+		on = a // what it wrote unchecked is in the workspace the new run works in: the table pauses that
+	}
 	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out, rerun: end.rerun}
 	res, err := apply(tx, c)
 	if err != nil {
@@ -143,6 +146,11 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		open = &cur
 	}
 	c.shown = known(a, open, nil)
+	if a.RunID != p.RunID { // a new run's agent, paused by an unchecked late end: shown with what it has open
+		if c.shown, err = view(tx, a); err != nil {
+			return false, err
+		}
+	}
 	return ended, tx.UpdateAgent(a)
 }
 

@@ -513,7 +513,7 @@ type helpers struct {
 // or put back what p wrote (putBack): the agent then pauses, its reason saying why.
 func (k *checkpoints) ended(tx *store.Tx, p *api.Proposal, ev *cycle.Event) {
 	ev.Writes = k.took(tx, p)
-	if t, ok := k.takenFor(p, true); ok && ev.Writes && t.unchecked != "" && (ev.Kind == cycle.Succeed || ev.Kind == cycle.Fail) {
+	if t, ok := k.takenFor(p, true); ok && ev.Writes && t.unchecked != "" && (ev.Kind == cycle.Succeed || ev.Kind == cycle.Fail || ev.Kind == cycle.LateEnd) {
 		ev.Unchecked, ev.Reason = true, display.Cut(t.unchecked, 300, display.Ellipsis)
 	}
 }

@@ -115,6 +115,7 @@ type capture struct {
 	root     hash
 	files    int
 	entries  int   // files and folders, against MaxEntries
+	stamped  int   // entries the stamps of folders past MaxEntries walked, against MaxEntries too
 	bytes    int64 // content captured
 	newBytes int64 // objects written
 	newBlobs int64 // content written, against MaxStepBytes
@@ -280,6 +281,9 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	}
 	if c.entries++; c.entries > c.s.opt.MaxEntries {
 		c.uncapture(&e, fmt.Sprintf("is past the %d files and folders a checkpoint captures", c.s.opt.MaxEntries))
+		if e.kind == kindDir && c.ov == nil { // an overlay's capture past the bound walks again whole
+			return e, true, c.stamp(&e, st)
+		}
 		return e, true, nil
 	}
 	switch e.kind {

@@ -57,9 +57,9 @@
 // A tree object is "agentd-tree 1\n", a uvarint count, then per entry sorted by name:
 // name, kind byte (f file, d folder, l symlink, p fifo, s socket, c device, ? not
 // examinable), flags byte (1 not captured, 2 racy: stat data not to be trusted next
-// time, 4 had several names, 8 inline, 16 meta, 32 stamped, 64 xattrs), mode (st_mode &
-// 07777); with meta the owner's uid and gid and the SHA-256 of the extended attributes
-// as a byte string ("" for none: symlinks, and files not read); with xattrs the
+// time, 4 had several names, 8 inline, 16 meta, 32 stamped, 64 xattrs, 128 tree
+// stamp), mode (st_mode & 07777); with meta the owner's uid and gid and the SHA-256
+// of the extended attributes as a byte string ("" for none: symlinks, and files not read); with xattrs the
 // extended attributes themselves (what that SHA-256 hashes: names sorted, each name and
 // value a byte string; kept up to 4 KiB, and put back by a restore); for files size,
 // mtime and ctime (ns, varint), inode, device; for stamped folders and symlinks mtime; for captured files and folders the 32-byte
@@ -67,7 +67,8 @@
 // object is at most 512 bytes (inline), that tree object itself as a byte string, so a
 // chain of small folders costs a few objects, not one each; for symlinks and files the
 // target (a symlink's, or for a hard link the path of the file's first name, ""
-// otherwise); for entries not captured the reason.
+// otherwise); for entries not captured the reason; with tree stamp the 32-byte stamp of
+// all the folder holds (stamp.go).
 //
 // A record is "agentd-checkpoint 1\n", id, time (ns, varint), the 32-byte root tree
 // hash, files, bytes, new bytes, a count then per notice path, problem and a lost byte,

@@ -195,13 +195,14 @@ func hasRacy(t testing.TB, s *Store, root hash) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return treeHasRacy(t, s, tr)
+	return treeHas(t, s, tr, func(e *entry) bool { return e.flags&flagRacy != 0 })
 }
 
-func treeHasRacy(t testing.TB, s *Store, tr tree) bool {
+// treeHas reports whether has holds for an entry of tr or of a captured folder in it.
+func treeHas(t testing.TB, s *Store, tr tree, has func(e *entry) bool) bool {
 	for i := range tr {
 		e := &tr[i]
-		if e.flags&flagRacy != 0 {
+		if has(e) {
 			return true
 		}
 		if e.kind == kindDir && e.captured() {
@@ -209,7 +210,7 @@ func treeHasRacy(t testing.TB, s *Store, tr tree) bool {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if treeHasRacy(t, s, sub) {
+			if treeHas(t, s, sub, has) {
 				return true
 			}
 		}

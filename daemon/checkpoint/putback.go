@@ -115,8 +115,9 @@ func atOrUnder(p, dir string) bool {
 // d.Omitted: past the changes d lists, every change at and on the way to the folders the
 // rules hold is walked. It fails closed where the checkpoints could not see: a folder
 // d's end did not capture there is listed as Unseen (what was written in it is not
-// known), and a path whose state at d's start is not known is marked Unknown (it cannot
-// be put back). Moved are the paths a file moved onto a denied path came from (the same
+// known) unless d's start held it with the same stamp (stamp.go: nothing in it
+// changed), and a path whose state at d's start is not known is marked Unknown (it
+// cannot be put back). Moved are the paths a file moved onto a denied path came from (the same
 // content and inode there before, nothing there after): a put back of the denied paths
 // alone would lose the file, so they are put back too.
 func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) (denied []DeniedWrite, moved []string, err error) {
@@ -153,7 +154,7 @@ func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) 
 	g := grafter{s}
 	if d.partial[1] {
 		var unseen []DeniedWrite
-		if err := g.unseen(t[1], under, nil, &unseen); err != nil {
+		if err := g.unseen(t[1], t[0], under, nil, &unseen); err != nil {
 			return nil, nil, err
 		}
 		denied = withUnseen(denied, unseen, rules.String())
@@ -196,8 +197,9 @@ func withUnseen(denied, unseen []DeniedWrite, rules string) []DeniedWrite {
 
 // unseen adds to out the folders of tree t (under path), and the entries of a kind it
 // could not tell, that t did not capture, at, in or on the way to a folder of under
-// (anywhere when under is nil).
-func (g grafter) unseen(t tree, under []string, path []byte, out *[]DeniedWrite) error {
+// (anywhere when under is nil), but those tree then (the change's start, from the
+// workspace's top) holds at the same path with the same stamp: nothing changed in them.
+func (g grafter) unseen(t, then tree, under []string, path []byte, out *[]DeniedWrite) error {
 	for i := range t {
 		e := &t[i]
 		p := appendName(slices.Clip(path), e.name)
@@ -207,13 +209,20 @@ func (g grafter) unseen(t tree, under []string, path []byte, out *[]DeniedWrite)
 		switch {
 		case e.kind != kindDir && e.kind != kindUnknown:
 		case !e.captured():
+			if e.flags&flagTreeStamp != 0 {
+				if was, err := g.at(then, string(p)); err != nil {
+					return err
+				} else if was != nil && was.flags&(flagTreeStamp|flagUncaptured) == flagTreeStamp|flagUncaptured && was.hash == e.hash {
+					continue
+				}
+			}
 			*out = append(*out, DeniedWrite{Path: string(p), Unseen: true, Note: e.note})
 		default:
 			sub, err := g.s.subtree(e)
 			if err != nil {
 				return err
 			}
-			if err := g.unseen(sub, under, p, out); err != nil {
+			if err := g.unseen(sub, then, under, p, out); err != nil {
 				return err
 			}
 		}

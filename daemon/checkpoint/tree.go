@@ -65,6 +65,9 @@ const (
 	// flagXattrs: the entry keeps its extended attributes themselves (xattrSet), not only
 	// their digest, so a restore can put them back: those up to maxXattrSet bytes.
 	flagXattrs
+	// flagTreeStamp: a folder not captured keeps in hash the stamp of all it holds
+	// (stamp.go), by which the next checkpoint can tell it unchanged.
+	flagTreeStamp
 )
 
 // maxXattrSet is the most bytes of extended attributes an entry keeps to restore.
@@ -149,6 +152,9 @@ func encodeTree(t tree) []byte {
 		if !x.captured() {
 			e.str(x.note)
 		}
+		if x.flags&flagTreeStamp != 0 {
+			e.b = append(e.b, x.hash[:]...)
+		}
 	}
 	return e.b
 }
@@ -218,6 +224,9 @@ func scanTree(b []byte, text bool, fn func(x *entry, inline []byte) error) error
 		}
 		if !x.captured() {
 			x.note = d.text(text)
+		}
+		if x.flags&flagTreeStamp != 0 {
+			copy(x.hash[:], d.take(len(x.hash)))
 		}
 		if d.err != nil {
 			return d.err

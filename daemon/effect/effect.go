@@ -184,7 +184,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err := inHelpers(ctx, s, d); err != nil {
 		return nil, "", errors.Join(err, bound.putBack())
 	}
-	if err := deniedIn(d, view, env.Profile.Paths); err != nil {
+	if err := deniedIn(ctx, d, view, env.Profile.Paths); err != nil {
 		return nil, "", errors.Join(err, bound.putBack())
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
@@ -222,20 +222,18 @@ func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) err
 // read-only binds miss a file created under a wildcard, or in a folder made during the
 // run). The command is not refused: approving runs it, and the step's end puts back
 // what it wrote there, as after any run, so the person gets the same change and is told.
-func deniedIn(d *checkpoint.Diff, view string, rules commands.PathRules) error {
-	if rules == nil {
-		return nil
+// The check is the step's end's (checkpoint.Diff.Denied), past the changes d lists too.
+func deniedIn(ctx context.Context, d *checkpoint.Diff, view string, rules commands.PathRules) error {
+	denied, _, err := d.Denied(ctx, view, rules)
+	if err != nil {
+		return fmt.Errorf("its change is not applied, as it could not be checked against the deny rules (%w): approving runs the command itself", err)
 	}
-	denied := d.DeniedWrites(view, rules)
-	if len(denied) == 0 && d.Omitted == 0 {
+	if len(denied) == 0 {
 		return nil
 	}
 	what := make([]string, len(denied))
 	for i, w := range denied {
 		what[i] = w.String()
-	}
-	if len(denied) == 0 {
-		what = append(what, fmt.Sprintf("%d changes past the first %d cannot be checked against the deny rules", d.Omitted, checkpoint.MaxChanges))
 	}
 	return fmt.Errorf("its change is not applied, as it changes %s: approving runs the command itself, and what it writes there is put back after", strings.Join(what, "; "))
 }

@@ -131,7 +131,8 @@ const (
 	Withdraw Kind = "withdraw"
 	// LateEnd is the end of a step whose proposal was withdrawn while its command ran
 	// (its run's budget ran out): the agent has no open proposal, what the command did is
-	// remembered all the same, and the agent is shown as it is now.
+	// remembered all the same, and the agent is shown as it is now — paused, when it
+	// went on and what the step wrote is Unchecked, as after an end on time.
 	LateEnd Kind = "late_end"
 	// Created: a new agent was stored, idle, or thinking on its first run's task; its
 	// profile was written by the model on its first step (Detail: what happened). An
@@ -180,7 +181,7 @@ var Kinds = []Kind{
 // and late_end that kind again with Writes set (a step that may change the workspace is
 // checkpointed before it runs and its change recorded when it ends, or when its end is
 // lost; a read-only one, a read or the bounded profile's read-only workspace, is not),
-// and after succeeded and failed with Writes, with Unchecked too.
+// and after succeeded, failed and late_end with Writes, with Unchecked too.
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
@@ -189,7 +190,7 @@ func Events() []Event {
 		case Start, StartApply, Succeed, Fail, ResultLost, Recovered, RecoveredIdempotent, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
 		}
-		if k == Succeed || k == Fail {
+		if k == Succeed || k == Fail || k == LateEnd {
 			evs = append(evs, Event{Kind: k, Writes: true, Unchecked: true})
 		}
 	}

@@ -62,6 +62,8 @@ func TestNext(t *testing.T) {
 		{"writing_failure_records_change", State{Executing, Started}, Event{Kind: Fail, Writes: true}, State{Thinking, ProposalFail}, RecordChange, ""},
 		{"unchecked_end_pauses_for_a_person", State{Executing, Started}, Event{Kind: Succeed, Writes: true, Unchecked: true}, State{Paused, Succeeded}, RecordChange, EndLoop},
 		{"unchecked_failure_pauses_for_a_person", State{Executing, Started}, Event{Kind: Fail, Writes: true, Unchecked: true}, State{Paused, ProposalFail}, RecordChange, ""},
+		{"unchecked_late_end_pauses_the_agent_that_went_on", State{Thinking, None}, Event{Kind: LateEnd, Writes: true, Unchecked: true}, State{Paused, None}, RecordChange, EndLoop},
+		{"checked_late_end_leaves_the_agent_going", State{Thinking, None}, Event{Kind: LateEnd, Writes: true}, State{Thinking, None}, RecordChange, ""},
 		{"rewind_restores_idle_agent", State{Idle, None}, Event{Kind: Rewind}, State{Idle, None}, Restore, ""},
 		{"rewind_keeps_pending_proposal", State{AwaitingDecision, Pending}, Event{Kind: Rewind}, State{AwaitingDecision, Pending}, Restore, Wait},
 	} {

@@ -299,7 +299,10 @@ func (t *transition) executed() bool {
 			t.effect(RecordChange) // first: the episode tells the change
 		}
 		t.effect(RecordEpisode)
-		if a != RunOver {
+		switch {
+		case act && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on, as after an end on time
+			t.agent(Paused)
+		case a != RunOver:
 			t.effect(ShowAgent)
 		}
 		return true
