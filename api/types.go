@@ -427,8 +427,9 @@ type Event struct {
 	// reading the reason's words.
 	Exhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
 	// Threads is set on EventRemoved: the chat threads the agent's events went to (its
-	// own, or its nearest bound parent's), which the store no longer has.
-	Threads []ChatBinding `json:"threads,omitempty"`
+	// own, or its nearest bound parent's), which the store no longer has. Only the
+	// in-process chat relay reads it, so it stays off the wire.
+	Threads []ChatBinding `json:"-"`
 }
 
 // Scopes of a BudgetExhausted.
