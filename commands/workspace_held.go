@@ -95,8 +95,8 @@ func (r *Programs) DiskUsage(ws string) (int64, error) {
 			"(only root may look through /proc/PID/map_files, and only while the program's first thread runs): " +
 			"the command was stopped; let it keep a descriptor of the files it maps, or run agentd as root")
 	}
-	// Held files are counted here, named or not, and the walk skips them: a file linked
-	// or unlinked meanwhile (O_TMPFILE and linkat) is never missed by both.
+	// Held files with no name are counted here, and the walk skips them: one linked
+	// meanwhile (O_TMPFILE and linkat) is not counted twice.
 	u := &usage{seen: map[[2]uint64]bool{}, held: len(h.bytes) > 0}
 	for k := range h.bytes {
 		u.seen[k] = true
@@ -237,14 +237,18 @@ func (h *held) task(proc, dir string) error {
 	return nil
 }
 
-// file adds the regular file on h.dev that the /proc link at link leads to, and says
-// whether it could be looked at (a descriptor closed meanwhile holds nothing).
+// file adds the regular file on h.dev with no name left that the /proc link at link
+// leads to, and says whether it could be looked at (a descriptor closed meanwhile holds
+// nothing). A file with a name is the walk's to count: in the workspace it finds it, and
+// elsewhere on the device (a program of the system a command reads) it is no disk the
+// run took. One unlinked just after this look is counted by the next measure, which
+// the watch makes every tenth look whatever statfs says.
 func (h *held) file(link string) bool {
 	var st unix.Stat_t
 	if err := unix.Stat(link, &st); err != nil {
 		return false
 	}
-	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG {
+	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 0 {
 		h.bytes[[2]uint64{st.Dev, st.Ino}] = max(st.Blocks*512, MinEntryBytes)
 	}
 	return true

@@ -145,6 +145,31 @@ func TestProgramsDiskUsageIsTheWalkOnceItsProgramsAreGone(t *testing.T) {
 	})
 }
 
+// A file with a name is the walk's: one in the workspace counts once, and one elsewhere
+// on the workspace's file system (a program of the system a command reads) counts not
+// at all, whatever its size.
+func TestProgramsDiskUsageCountsNoNamedFileTwiceNorOneOutsideTheWorkspace(t *testing.T) {
+	testutil.AsRootAndNot(t, programHoldsNamedFiles)
+}
+
+func programHoldsNamedFiles(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	for _, f := range []string{ws + "/inside", outside + "/big"} {
+		if err := os.WriteFile(f, make([]byte, held8MiB), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startInPidNamespace(t, ws, `exec 3<inside 4<`+outside+`/big; echo ready; exec sleep 600`)
+	named, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := p.DiskUsage(ws)
+	if err != nil || all != named {
+		t.Fatalf("the walk counts %d bytes and the run's measure %d (%v): want the same, the named file inside once and the one outside not at all", named, all, err)
+	}
+}
+
 // What a look of the disk watch costs on a 1,000-file workspace while a program in a pid
 // namespace of its own holds a file there with no name: statfs (every look), the walk
 // alone (before), and the walk with the scan of the run's programs (what a measure costs
