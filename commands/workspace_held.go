@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,35 +180,68 @@ func nsOf(p string) ([2]uint64, error) {
 	return [2]uint64{st.Dev, st.Ino}, err
 }
 
-// process adds the files on h.dev that process p holds, thread by thread: a thread may
-// have descriptors of its own, and the first may have exited while others run on.
+// process adds the files on h.dev that process p holds. Its threads share one memory,
+// so its mappings are read once, from the first thread still running (a first thread
+// that exited shows none); a thread may have a descriptor table of its own, so each is
+// read unless kcmp says it is one already read. A program of many threads and many
+// descriptors costs a look one read of each, not one per thread.
 func (h *held) process(p string) error {
 	tasks, err := os.ReadDir("/proc/" + p + "/task")
 	if err != nil {
 		return h.unread("/proc/"+p, err)
 	}
+	proc, mapsRead := "/proc/"+p, false
+	var tables []int // threads whose descriptor tables were read
 	for _, t := range tasks {
-		if err := h.task("/proc/"+p, "/proc/"+p+"/task/"+t.Name()); err != nil {
-			return err
+		dir := proc + "/task/" + t.Name()
+		tid, _ := strconv.Atoi(t.Name())
+		if !slices.ContainsFunc(tables, func(o int) bool { return sameFiles(o, tid) }) {
+			read, err := h.fds(dir)
+			if err != nil {
+				return err
+			}
+			if read {
+				tables = append(tables, tid)
+			}
+		}
+		if !mapsRead {
+			if mapsRead, err = h.maps(proc, dir); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// task adds what the thread at dir of process proc holds through its descriptors, then
-// its mappings. A thread that is gone holds nothing; one that cannot be read fails the
-// measure.
-func (h *held) task(proc, dir string) error {
+// sameFiles says whether threads a and b share one descriptor table; false when the
+// kernel cannot say (then b's is read as well).
+func sameFiles(a, b int) bool {
+	const kcmpFiles = 2 // KCMP_FILES
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpFiles, 0, 0, 0)
+	return errno == 0 && r == 0
+}
+
+// fds adds what the thread at dir holds through its descriptors, and says whether it
+// read them (a thread that is gone holds nothing; one that cannot be read fails the
+// measure).
+func (h *held) fds(dir string) (bool, error) {
 	fds, err := os.ReadDir(dir + "/fd")
 	if err != nil {
-		return h.unread(dir, err)
+		return false, h.unread(dir, err)
 	}
 	for _, fd := range fds {
 		h.file(dir + "/fd/" + fd.Name())
 	}
+	return true, nil
+}
+
+// maps adds the deleted files on h.dev that the memory of the thread at dir of process
+// proc maps, and says whether it saw that memory: a thread that exited shows no
+// mappings, and every running program has some.
+func (h *held) maps(proc, dir string) (bool, error) {
 	maps, err := os.ReadFile(dir + "/maps")
 	if err != nil {
-		return h.unread(dir, err)
+		return false, h.unread(dir, err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	sc.Buffer(nil, 1<<20)
@@ -234,7 +268,7 @@ func (h *held) task(proc, dir string) error {
 			h.mapped[[2]uint64{h.dev, ino}] = true
 		}
 	}
-	return nil
+	return len(maps) > 0, nil
 }
 
 // file adds the regular file on h.dev with no name left that the /proc link at link
