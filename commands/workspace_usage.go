@@ -147,13 +147,25 @@ func (u *usage) folder(dir *os.File, depth int, rel string) {
 // counting MinEntryBytes as DiskUsage counts it: one statfs(2), so it can be looked at
 // often; it bounds from above what a writer in dir added since the last look.
 func FSUsed(dir string) (int64, bool) {
+	used, _, ok := fsLook(dir)
+	return used, ok
+}
+
+// fsLook is FSUsed, and the bytes free there for an unprivileged writer.
+func fsLook(dir string) (used, free int64, ok bool) {
 	var st unix.Statfs_t
 	if unix.Statfs(dir, &st) != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	blocks := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
-	return blocks + int64(st.Files-st.Ffree)*MinEntryBytes, true
+	return blocks + int64(st.Files-st.Ffree)*MinEntryBytes, int64(st.Bavail) * int64(st.Bsize), true
 }
+
+// DiskFloor is the free disk a running command's file system keeps: a command that
+// takes it lower is cut, whatever its measure says. It bounds what no measure can show —
+// a file deleted while its only descriptor waits in a socket's queue, which no /proc
+// listing names — so no run can fill the disk the daemon records its steps on.
+var DiskFloor int64 = 256 << 20
 
 // WatchDisk bounds what a running command writes in dir: every interval it looks at
 // dir's file system (FSUsed, one call); once that grew by more than limit-measured since
@@ -162,8 +174,11 @@ func FSUsed(dir string) (int64, bool) {
 // over limit or failed (err): what cannot be measured cannot be shown within the limit.
 // Growth that was someone else's raises the baseline instead; every tenth look measures
 // whatever the file system says, since what others free there hides growth. stop ends
-// the watch; it returns once the watch did, so cut is never called after it.
-func WatchDisk(dir string, limit, measured int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
+// the watch; it returns once the watch did, so cut is never called after it. A file
+// system whose free disk fell under floor (DiskFloor, or 0 where a kernel quota bounds
+// the writes) cuts at the look that sees it (err says so), since the growth that got it
+// there may be the command's where no measure looks.
+func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -178,7 +193,13 @@ func WatchDisk(dir string, limit, measured int64, interval time.Duration, measur
 			}
 			// statfs sees the whole file system, where what others free at the same time
 			// hides what this writer adds: every tenth look measures whatever it says.
-			used, ok := FSUsed(dir)
+			used, free, ok := fsLook(dir)
+			if ok && free < floor {
+				cut(0, fmt.Errorf("the file system holding %s has %s free, under the %s agentd keeps free while commands run "+
+					"(a command may hold disk no measure shows, such as a file it deleted but keeps): free disk there, then resume the agent",
+					dir, display.Size(free), display.Size(floor)))
+				return
+			}
 			if look%10 != 0 && ok && known && used-base <= limit-measured {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func watchUntilCut(t *testing.T, ws string, limit int64, write func()) (int64, e
 		err error
 	}
 	cut := make(chan cutWith, 1)
-	stop := WatchDisk(ws, limit, 0, time.Millisecond, func() (int64, error) { return DiskUsage(ws) },
+	stop := WatchDisk(ws, limit, 0, DiskFloor, time.Millisecond, func() (int64, error) { return DiskUsage(ws) },
 		func(n int64, err error) { cut <- cutWith{n, err} })
 	defer stop()
 	write()
@@ -132,5 +133,40 @@ func TestDiskUsageFailsOnAFolderItCannotRead(t *testing.T) {
 	os.Chmod(ws, 0o700)
 	if err == nil || !strings.Contains(err.Error(), "chmod -R u+rwx .") {
 		t.Errorf("the watch cut with %v; want the walk's failure on the workspace itself and its fix", err)
+	}
+}
+
+// Whatever hides from the measure (a file deleted while its only descriptor waits in a
+// socket's queue, which no /proc listing names), a running command cannot take its file
+// system's free disk under the floor: the look that sees it there cuts, saying why, with
+// the workspace well within its limit; a floor of 0 (a kernel quota bounds the writes)
+// never cuts so.
+func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
+	ws := t.TempDir()
+	_, free, ok := fsLook(ws)
+	if !ok {
+		t.Fatal("statfs of a temp dir failed")
+	}
+	cut := make(chan error, 1)
+	stop := WatchDisk(ws, 1<<40, 0, free+1<<30, time.Millisecond, func() (int64, error) { return 0, nil },
+		func(n int64, err error) { cut <- err })
+	select {
+	case err := <-cut:
+		if err == nil || !strings.Contains(err.Error(), "agentd keeps free while commands run") {
+			t.Fatalf("cut with %v, want the floor named", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a file system under the watch's floor was never cut")
+	}
+	stop()
+	var measures atomic.Int32 // one every tenth look
+	stop = WatchDisk(ws, 1<<40, 0, 0, time.Millisecond, func() (int64, error) { measures.Add(1); return 0, nil },
+		func(n int64, err error) { cut <- err })
+	testutil.Eventually(t, time.Minute, "thirty looks of the watch", func() bool { return measures.Load() >= 3 })
+	stop()
+	select {
+	case err := <-cut:
+		t.Fatalf("a floor of 0 cut: %v", err)
+	default:
 	}
 }

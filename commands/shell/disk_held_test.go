@@ -25,7 +25,7 @@ func TestDiskWatchCutsASandboxedCommandWritingAFileItDeleted(t *testing.T) {
 		defer cancel()
 		progs := &commands.Programs{}
 		cut := make(chan error, 1)
-		stop := commands.WatchDisk(ws, measured+32<<20, measured, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
+		stop := commands.WatchDisk(ws, measured+32<<20, measured, commands.DiskFloor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
 			func(_ int64, err error) { cut <- err; cancel() })
 		defer stop()
 		out, _ := run(commands.WithPrograms(ctx, progs), t, c, ws,

@@ -93,7 +93,11 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 	fs0, known := commands.FSUsed(b.view)
 	run := &commands.Programs{}
 	ctx = commands.WithPrograms(ctx, run)
-	stop := commands.WatchDisk(b.view, b.room, took, boundEvery, func() (int64, error) { return b.measure(run) }, func(n int64, err error) {
+	floor := commands.DiskFloor
+	if b.q != nil {
+		floor = 0 // the quota bounds the writes, and statfs sees its tmpfs, not the disk
+	}
+	stop := commands.WatchDisk(b.view, b.room, took, floor, boundEvery, func() (int64, error) { return b.measure(run) }, func(n int64, err error) {
 		b.over = b.overBy(n, took)
 		if err != nil {
 			b.over = b.unmeasured(err)
