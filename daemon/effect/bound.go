@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,14 +188,22 @@ func (b *diskBound) mountQuota(lower string, size int64) {
 		return
 	}
 	size = max(size, commands.MinEntryBytes)
+	// The lower layer is the folder the one resolver opened, named by its descriptor: a
+	// link swapped onto the workspace's path cannot feed the preview another tree.
+	ld, err := commands.OpenWorkspaceDir(lower)
+	if err != nil {
+		return
+	}
+	defer ld.Close()
+	lower = "/proc/self/fd/" + strconv.Itoa(int(ld.Fd()))
 	var root unix.Stat_t
-	if os.MkdirAll(dir, 0o700) != nil || unix.Stat(lower, &root) != nil ||
+	if os.MkdirAll(dir, 0o700) != nil || unix.Fstat(int(ld.Fd()), &root) != nil ||
 		unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, size/commands.MinEntryBytes+2)) != nil {
 		return
 	}
 	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
 	// The overlay's root is its upper layer's: the workspace's root as it is.
-	err := errors.Join(os.Mkdir(upper, 0o700), os.Mkdir(work, 0o700), os.Lchown(upper, int(root.Uid), int(root.Gid)),
+	err = errors.Join(os.Mkdir(upper, 0o700), os.Mkdir(work, 0o700), os.Lchown(upper, int(root.Uid), int(root.Gid)),
 		os.Chmod(upper, os.FileMode(root.Mode&0o7777)), unix.UtimesNano(upper, []unix.Timespec{root.Atim, root.Mtim}))
 	if err == nil {
 		err = unix.Mount("overlay", b.view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+lower+",upperdir="+upper+",workdir="+work)

@@ -152,3 +152,31 @@ func TestUnderTheQuotaAPreviewMakesNoCopyOfTheWorkspace(t *testing.T) {
 		t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// The quota's lower layer is the folder the one resolver opened, by its descriptor: a
+// workspace whose path goes through a link (one swapped in after the checks) gets no
+// quota over the tree the link leads to, and the preview falls back to its copy.
+func TestAQuotaIsNeverMountedOverAWorkspaceReachedThroughALink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root mounts a quota")
+	}
+	f := newFixture(t, shell.Options{})
+	view := filepath.Join(f.dir, "a-1", "view")
+	elsewhere, link := filepath.Join(f.dir, "elsewhere"), filepath.Join(f.dir, "ws")
+	if err := errors.Join(os.MkdirAll(view, 0o700), os.MkdirAll(elsewhere, 0o700),
+		os.WriteFile(filepath.Join(elsewhere, "lookalike"), []byte("x"), 0o600), os.Symlink(elsewhere, link)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.p.bound("a-1", view, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.mountQuota(link, 1<<20)
+	if b.q != nil {
+		b.q.unmount()
+		t.Fatal("a quota was mounted over the tree a link in the workspace's path leads to")
+	}
+	if m := mountsUnder(t, f.dir); len(m) != 0 {
+		t.Fatalf("mounted under the daemon's folder: %v", m)
+	}
+}
