@@ -17,9 +17,9 @@ import (
 )
 
 // Programs are the programs one command runs, as a disk watch counts them: a file they
-// hold open or mapped takes disk on the workspace's file system whether or not a name
-// still leads to it (`exec 3>h; rm h; cat /dev/urandom >&3`), so a measure of the run
-// (Programs.DiskUsage) counts it. The shell commands add each sandbox they start
+// hold open or mapped takes disk on the workspace's file system after no name leads to it
+// (`exec 3>h; rm h; cat /dev/urandom >&3`), where no walk finds it, so a measure of the
+// run (Programs.DiskUsage) counts it. The shell commands add each sandbox they start
 // (Started) to the Programs the command's context carries (WithPrograms); nil is a run
 // of no programs.
 //
