@@ -179,12 +179,13 @@ type quota struct {
 // mountQuota mounts b's quota of size bytes over lower, the folder whose content the
 // run sees: the workspace itself, as no write reaches a lower layer (a change made to
 // it meanwhile, by a helper, makes the preview stale, as any change since). It leaves b
-// without one when the daemon may not mount, or the paths cannot be said in overlay's
-// options.
+// without one when the daemon may not mount, the workspace is not the folder the one
+// resolver opens, or the quota's own paths cannot be said in overlay's options (the
+// workspace is named by its descriptor there).
 func (b *diskBound) mountQuota(lower string, size int64) {
 	dir := b.quotaDir
 	q := &quota{view: b.view, dir: dir}
-	if os.Geteuid() != 0 || strings.ContainsAny(lower+b.view+dir, ",:\\") {
+	if os.Geteuid() != 0 || strings.ContainsAny(b.view+dir, ",:\\") {
 		return
 	}
 	size = max(size, commands.MinEntryBytes)
