@@ -43,3 +43,35 @@ func TestCommandWritingAFileItDeletedIsCutAtTheDiskBudget(t *testing.T) {
 		}
 	})
 }
+
+// A sandboxed command that allocates 160 MiB to a file it deleted and keeps the file's
+// only descriptor in a socket's queue (SCM_RIGHTS), where no /proc listing names it,
+// hides it from every measure; the file system's growth that nothing explains is
+// charged to it, so it is cut at the agent's disk budget all the same, as root and as a
+// daemon that is not root, and its result says why.
+func TestCommandParkingAFileItDeletedInASocketIsCutAtTheDiskBudget(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		sh := realShellWith(t, shell.Options{})
+		h := newHarness(t, func(o *Options) {
+			o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
+			o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+			o.NoEffectPreview = true
+		})
+		h.fake.Script(shellReply(`python3 -c 'import os,socket,time; a,b=socket.socketpair(); fd=os.open("h",os.O_CREAT|os.O_WRONLY,0o600); os.unlink("h"); os.posix_fallocate(fd,0,160<<20); socket.send_fds(a,[b"x"],[fd]); os.close(fd); time.sleep(15); print("finished")'`))
+		listForever(h)
+		a := autoAgent(h, 10)
+		h.approve(a.ID, "execute_shell")
+		var ran *api.Episode
+		testutil.Eventually(t, time.Minute, "the command's result", func() bool {
+			for _, ep := range h.history(a.ID) {
+				if ep.Command == "execute_shell" {
+					ran = &ep
+				}
+			}
+			return ran != nil
+		})
+		if !strings.Contains(ran.Result, "that nothing agentd measures explains, over its disk budget of 2 MiB") || strings.Contains(ran.Result, "finished") {
+			t.Fatalf("result %q; want the command cut at the disk budget (2 MiB), saying why", ran.Result)
+		}
+	})
+}
