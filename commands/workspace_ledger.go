@@ -132,6 +132,16 @@ func (l *growthLedger) leave(w *diskWatch) {
 	}
 }
 
+// ExplainGrowth says the daemon itself took n bytes on file system dev (a checkpoint's
+// objects), so no command running there is charged with them.
+func ExplainGrowth(dev uint64, n int64) {
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	if d := ledger.devices[dev]; d != nil {
+		d.explained += n
+	}
+}
+
 // ErrUnexplainedGrowth is why a watch cut a command whose file system grew, while it ran,
 // by more than its limit that no running command's measure explains.
 type ErrUnexplainedGrowth struct {

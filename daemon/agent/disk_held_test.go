@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,43 @@ func TestCommandParkingAFileItDeletedInASocketIsCutAtTheDiskBudget(t *testing.T)
 			t.Fatalf("result %q; want the command cut at the disk budget (2 MiB), saying why", ran.Result)
 		}
 	})
+}
+
+// Two agents writing on one file system at once, each within its disk budget, are not
+// cut for each other's bytes: the one that ends first has its step checkpointed while
+// the other runs, and neither its write (its own watch's measure explains it) nor its
+// checkpoint (the store says what it took) is charged to the other.
+func TestTwoAgentsWritingWithinTheirDiskBudgetsAtOnceAreNotCut(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, withCheckpoints, func(o *Options) {
+		o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
+		o.AgentBudget = run.Budget{MaxDisk: 64 << 20}
+		o.NoEffectPreview = true
+	})
+	// 48 MiB each, of a 64 MiB budget: what the other wrote and checkpointed is 96 MiB.
+	write := `head -c 50331648 /dev/urandom > f && sync && sleep %d && echo wrote`
+	h.fake.Script(shellReply(fmt.Sprintf(write, 3)), shellReply(fmt.Sprintf(write, 10)))
+	listForever(h)
+	var agents []*api.Agent
+	for _, name := range []string{"one", "two"} {
+		agents = append(agents, h.create(api.CreateAgentRequest{Name: name, Description: "a test agent", Goals: []string{"write"},
+			Policy: &api.Policy{Mode: "auto", AutoSteps: 10}}))
+	}
+	for _, a := range agents {
+		h.approve(a.ID, "execute_shell")
+	}
+	for _, a := range agents {
+		var ran *api.Episode
+		testutil.Eventually(t, time.Minute, a.Name+"'s command's result", func() bool {
+			for _, ep := range h.history(a.ID) {
+				if ep.Command == "execute_shell" {
+					ran = &ep
+				}
+			}
+			return ran != nil
+		})
+		if !strings.Contains(ran.Result, "wrote") || strings.Contains(ran.Result, "cut off") {
+			t.Errorf("%s's result %q; want it to run to its end, within its budget", a.Name, ran.Result)
+		}
+	}
 }
