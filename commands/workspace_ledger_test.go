@@ -94,3 +94,32 @@ func allocate(t *testing.T, name string, size int64) {
 		t.Fatal(err)
 	}
 }
+
+// What the ledger adds to a measure of the disk watch (two locks and a sum), and a
+// refresh, which a watch does only when it sees growth it cannot explain: every other
+// watch on the file system measures (here 8, whose measures cost nothing, to isolate it).
+func BenchmarkDiskLedger(b *testing.B) {
+	ws := b.TempDir()
+	measure := func() (int64, error) { return 0, nil }
+	w := ledger.join(ws, 0, measure)
+	defer ledger.leave(w)
+	b.Run("measure_alone", func(b *testing.B) {
+		for b.Loop() {
+			measure()
+		}
+	})
+	b.Run("measure_in_ledger", func(b *testing.B) {
+		for b.Loop() {
+			ledger.take(w)
+		}
+	})
+	for range 8 {
+		o := ledger.join(ws, 0, measure)
+		defer ledger.leave(o)
+	}
+	b.Run("refresh_8_others", func(b *testing.B) {
+		for b.Loop() {
+			ledger.refresh(w)
+		}
+	})
+}
