@@ -545,7 +545,7 @@ func (c *capture) keep(tmp string, h hash, size int64) {
 	// What the store takes while a command runs is the daemon's, not the command's.
 	var st unix.Stat_t
 	if unix.Fstatat(c.s.tm, tmp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		commands.ExplainGrowth(c.s.dev, st.Blocks*512)
+		commands.ExplainGrowth(st.Dev, st.Blocks*512)
 	}
 	c.pending = append(c.pending, pendingObject{tmp, h, size})
 	c.seen[h] = true

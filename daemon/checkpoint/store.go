@@ -175,8 +175,7 @@ type Store struct {
 
 	mu                         sync.Mutex
 	lock                       *os.File
-	root, objects, records, tm int    // open folders of the store
-	dev                        uint64 // the store's file system (commands.ExplainGrowth)
+	root, objects, records, tm int // open folders of the store
 
 	loaded bool  // ids and bytes are known
 	ids    []ID  // the checkpoints kept, oldest first
@@ -243,11 +242,6 @@ func (s *Store) open() error {
 			return err
 		}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(s.tm, &st); err != nil {
-		return err
-	}
-	s.dev = st.Dev
 	// Temporary files are what a crash left half-done: nothing refers to them.
 	names, err := listFolder(s.tm)
 	if err != nil {
