@@ -35,7 +35,8 @@
 // mount the kernel holds that bound: the overlay's upper layer is a tmpfs of the room
 // left, so a write past it fails, and unmounting drops it; a watch of the disk is a second wall,
 // and the only one for a daemon that may not mount. Approving applies To only while the store holds, under To, the tree whose
-// root hash the preview recorded (api.Effect.ToRoot).
+// root hash the preview recorded (api.Effect.ToRoot), and From while it holds the tree
+// the preview started from (api.Effect.FromRoot).
 package effect
 
 import (
@@ -188,7 +189,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(err, bound.putBack())
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
-		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
+		From: uint64(from.ID), To: uint64(to.ID), FromRoot: from.Root(), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}
@@ -284,19 +285,28 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 	return res + "(the change its run ahead made was applied: " + r.Diff.Summary() + ")", nil
 }
 
-// checkRoot fails closed unless the preview store holds, under eff.To, the tree the
-// preview captured and the person was shown (eff.ToRoot): a store swapped or rebuilt
-// since may hold another change under the same id.
+// checkRoot fails closed unless the preview store holds, under eff.To and eff.From,
+// the trees the preview captured and the person was shown (eff.ToRoot, eff.FromRoot):
+// a store swapped or rebuilt since may hold other trees under the same ids. A preview
+// stored before its start tree was recorded is stale: it runs again and is asked again.
 func checkRoot(ctx context.Context, s *checkpoint.Store, eff *api.Effect) error {
-	to, err := s.Get(ctx, checkpoint.ID(eff.To))
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		return fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
-	case err != nil:
-		return fmt.Errorf("applying the previewed change: %w", err)
-	case eff.ToRoot == "" || to.Root() != eff.ToRoot:
-		return fmt.Errorf("%w: the preview store no longer holds the change that was shown (checkpoint %d's tree is %.12s, the preview's %.12s), so nothing was applied",
-			ErrStale, eff.To, to.Root(), cmp.Or(eff.ToRoot, "unrecorded"))
+	if eff.FromRoot == "" {
+		return fmt.Errorf("%w: the preview was made before previews recorded the workspace they start from, so nothing was applied: it runs again and is asked again", ErrStale)
+	}
+	for _, c := range []struct {
+		id         uint64
+		root, what string
+	}{{eff.To, eff.ToRoot, "the change that was shown"}, {eff.From, eff.FromRoot, "the workspace the change was worked out on"}} {
+		got, err := s.Get(ctx, checkpoint.ID(c.id))
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound):
+			return fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
+		case err != nil:
+			return fmt.Errorf("applying the previewed change: %w", err)
+		case c.root == "" || got.Root() != c.root:
+			return fmt.Errorf("%w: the preview store no longer holds %s (checkpoint %d's tree is %.12s, the preview's %.12s), so nothing was applied",
+				ErrStale, c.what, c.id, got.Root(), cmp.Or(c.root, "unrecorded"))
+		}
 	}
 	return nil
 }
