@@ -168,6 +168,9 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
 			bound.putBack())
 	}
+	if err := stillAt(ctx, s, ws, from); err != nil {
+		return nil, "", errors.Join(err, bound.putBack())
+	}
 	if bound.storeRoom(took) <= 0 {
 		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), bound.putBack())
 	}
@@ -195,6 +198,30 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	}
 	text := d.Text() // its first line is the summary, which eff says
 	return eff, text[strings.IndexByte(text, '\n')+1:], nil
+}
+
+// stillAt refuses a run ahead during which the workspace ws moved off checkpoint from
+// (a person editing, a helper writing): the overlay's lower layer is the workspace
+// itself, so the command saw a mix of both, and a change worked out against from is
+// not what it saw. It is one more checkpoint of ws, which finds nothing changed without
+// a walk when nothing did (the store's watch of ws). The helpers' folder is left out,
+// as Apply leaves it.
+func stillAt(ctx context.Context, s *checkpoint.Store, ws string, from checkpoint.Info) error {
+	now, err := s.Checkpoint(ctx, ws)
+	if err != nil {
+		return fmt.Errorf("its change is not applied, as the workspace could not be checkpointed again after it (%w): approving runs the command itself", err)
+	}
+	if now.Root() == from.Root() {
+		return nil
+	}
+	d, err := s.Diff(ctx, from.ID, now.ID, commands.HelpersFolder)
+	switch {
+	case err != nil:
+		return fmt.Errorf("its change is not applied, as the workspace could not be compared with what it ran on (%w): approving runs the command itself", err)
+	case d.Files+d.Folders > 0:
+		return fmt.Errorf("the workspace changed while the preview ran (%s), so what the command saw is not what approving would apply to: approving runs the command itself", d.Summary())
+	}
+	return nil
 }
 
 // inHelpers refuses a change to the helpers' folder (agents/): Apply leaves it out,

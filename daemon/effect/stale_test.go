@@ -2,12 +2,14 @@ package effect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 )
 
@@ -58,5 +60,53 @@ func TestApplyRefusesAPreviewWithoutItsStartTree(t *testing.T) {
 	}
 	if after := tree(t, f.ws); after != before {
 		t.Errorf("a refused apply changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// writingDuring is a command that, as it runs, first has someone else write in the
+// workspace (a person editing, a helper): its run then sees what they wrote.
+type writingDuring struct {
+	commands.Command
+	write func()
+}
+
+func (w writingDuring) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
+	w.write()
+	return w.Command.Execute(ctx, env, args)
+}
+
+func (w writingDuring) EffectPreview() string {
+	return w.Command.(commands.EffectPreviewer).EffectPreview()
+}
+
+// A workspace that changes while its preview runs is not the one the change was worked
+// out against, and the run may have seen a mix of both: the preview says so and
+// carries nothing to apply, so approving runs the command. A helper writing in its own
+// folder (agents/), which an approval leaves alone, does not count.
+func TestAPreviewOverAWorkspaceChangedWhileItRanIsNotApplied(t *testing.T) {
+	for _, c := range []struct {
+		name, path string
+		appliable  bool
+	}{
+		{"a_person_edits_a_file", "notes.txt", false},
+		{"a_helper_writes_in_its_folder", "agents/h/work.txt", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, shell.Options{})
+			write(t, f.ws, map[string]string{"agents/h/work.txt": "v1\n"})
+			f.sh = writingDuring{Command: f.sh, write: func() { write(t, f.ws, map[string]string{c.path: "written during the run\n"}) }}
+			eff, diff := f.run(t, "cat "+c.path+"; echo seen >> seen.txt")
+			if eff.Appliable() != c.appliable {
+				t.Fatalf("appliable = %v, want %v: %+v\n%s", eff.Appliable(), c.appliable, eff, diff)
+			}
+			if !c.appliable && !strings.Contains(eff.None, "the workspace changed while the preview ran (changed 1 file") {
+				t.Errorf("the preview does not say the workspace moved under it: %q", eff.None)
+			}
+			if c.appliable {
+				if _, err := f.p.Apply(context.Background(), "a-1", f.ws, eff); err != nil {
+					t.Errorf("apply after a helper wrote in its folder: %v", err)
+				}
+			}
+		})
 	}
 }
