@@ -168,7 +168,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
 			bound.putBack())
 	}
-	if err := stillAt(ctx, s, ws, from); err != nil {
+	if err := bound.stillAt(ctx, s, ws, from); err != nil {
 		return nil, "", errors.Join(err, bound.putBack())
 	}
 	if bound.storeRoom(took) <= 0 {
@@ -201,12 +201,16 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 }
 
 // stillAt refuses a run ahead during which the workspace ws moved off checkpoint from
-// (a person editing, a helper writing): the overlay's lower layer is the workspace
-// itself, so the command saw a mix of both, and a change worked out against from is
-// not what it saw. It is one more checkpoint of ws, which finds nothing changed without
-// a walk when nothing did (the store's watch of ws). The helpers' folder is left out,
-// as Apply leaves it.
-func stillAt(ctx context.Context, s *checkpoint.Store, ws string, from checkpoint.Info) error {
+// (a person editing, a helper writing) while the run saw it: the overlay's lower layer
+// is the workspace itself, so the command saw a mix of both, and a change worked out
+// against from is not what it saw. It is one more checkpoint of ws, which finds nothing
+// changed without a walk when nothing did (the store's watch of ws). The helpers'
+// folder is left out, as Apply leaves it. A copy (no quota) was restored from the
+// store, not read from ws: what it saw was from, and Apply refuses a ws moved since.
+func (b *diskBound) stillAt(ctx context.Context, s *checkpoint.Store, ws string, from checkpoint.Info) error {
+	if b.q == nil {
+		return nil
+	}
 	now, err := s.Checkpoint(ctx, ws)
 	if err != nil {
 		return fmt.Errorf("its change is not applied, as the workspace could not be checkpointed again after it (%w): approving runs the command itself", err)
