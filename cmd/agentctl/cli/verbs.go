@@ -47,14 +47,20 @@ func subcommand[V ~struct{ *app }](v V, ctx context.Context, args []string, name
 // agentAction is the run of a command that takes one AGENT, calls route on it and prints the
 // agent it returns: its JSON with --json, else "NAME: STATE" (pause, resume, stop).
 func agentAction(route api.Route[api.None, *api.Agent]) func(*app, context.Context, []string) error {
+	return refVerb(route, func(a *app, _ string, ag *api.Agent) {
+		fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+	})
+}
+
+// refVerb is the run of a command that takes one AGENT (or run), calls route on it and
+// prints what it returns: its JSON with --json, else text.
+func refVerb[Out any](route api.Route[api.None, Out], text func(a *app, ref string, out Out)) func(*app, context.Context, []string) error {
 	return func(a *app, ctx context.Context, args []string) error {
 		ref, err := a.parseAgent(a.newFlagSet(), args)
 		if err != nil {
 			return err
 		}
-		ag, err := route.Do(ctx, a.api(), ref, api.None{})
-		return printResult(a, ag, agentErr(ref, err), func() {
-			fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
-		})
+		out, err := route.Do(ctx, a.api(), ref, api.None{})
+		return printResult(a, out, agentErr(ref, err), func() { text(a, ref, out) })
 	}
 }
