@@ -15,7 +15,7 @@ var historyCmd = &command{
 ran with its arguments, the outcome (succeeded, failed, denied, or feedback when you
 answered with text instead), the first lines of the result, and the agent's reasoning.
 Steps are grouped by run; each task or follow-up task is one run.`,
-	run: refVerb(api.HistoryRoute, func(a *app, ref string, eps []api.Episode) {
+	run: refVerb(agentRef, api.HistoryRoute, func(a *app, ref string, eps []api.Episode) {
 		if len(eps) == 0 {
 			a.note("agent %s has no history yet", ref)
 			return

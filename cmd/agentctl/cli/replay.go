@@ -13,7 +13,7 @@ var replayCmd = &command{
 	long: `Replay shows one run as it happened, step by step: what the agent observed and planned,
 the command it proposed, every decision on it (who, from where, when), and what running
 it returned. Give a run id (from agentctl history) or an agent, for its latest run.`,
-	run: refVerb(api.ReplayRoute, writeReplay),
+	run: refVerb(agentRef, api.ReplayRoute, writeReplay),
 }
 
 // writeReplay prints a run as it happened: each step's thoughts, proposal, decisions and result.
