@@ -173,6 +173,16 @@ func (h *held) sandbox(leader int) error {
 	return nil
 }
 
+// statFields are the fields of a /proc stat file after the program's name, which may
+// hold spaces and parentheses: state, parent, …
+func statFields(stat []byte) []string {
+	i := bytes.LastIndex(stat, []byte(") "))
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+2:]))
+}
+
 // nsOf is the pid namespace process p (a number or "self") is in.
 func nsOf(p string) ([2]uint64, error) {
 	var st unix.Stat_t
@@ -289,15 +299,35 @@ func (h *held) file(link string) bool {
 }
 
 // unread is the error of a measure that could not read the descriptors or mappings of
-// the thread at dir; nil when it is gone or has exited (a zombie, whose files are closed).
+// the thread at dir; nil when it is gone or ending: a zombie, whose files are closed, or
+// a thread that has let go of its memory on its way out (exit(2) runs exit_mm, then
+// exit_files), whose /proc files the kernel gives to root meanwhile. Programs end all the
+// time in a command, so a look often lands there; an ending thread runs no more of the
+// program and closes what it holds next, and what marks it (the kernel's PF_EXITING flag
+// and no memory) no program can set while it runs, so a program that makes itself
+// unreadable is still not counted as nothing.
 func (h *held) unread(dir string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+	if gone(err) {
 		return nil
 	}
-	if stat, serr := os.ReadFile(dir + "/stat"); serr == nil {
-		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			return nil
+	stat, serr := os.ReadFile(dir + "/stat")
+	if gone(serr) {
+		return nil // it ended meanwhile
+	}
+	if serr == nil {
+		const pfExiting = 0x4 // PF_EXITING, set as exit(2) begins
+		// state ppid pgrp session tty tpgid flags … (the 7th) … vsize (the 21st)
+		if f := statFields(stat); len(f) > 20 {
+			flags, _ := strconv.ParseUint(f[6], 10, 64)
+			if f[0] == "Z" || f[0] == "X" || flags&pfExiting != 0 && f[20] == "0" {
+				return nil
+			}
 		}
 	}
 	return fmt.Errorf("disk usage: cannot read what a program of the command holds open (%s: %w), so the disk it takes cannot be counted: the command was stopped", dir, err)
+}
+
+// gone says whether err is that of a /proc read of a process or thread that is no more.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 }

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,40 @@ func TestDiskWatchCutsASandboxedCommandWritingAFileItDeleted(t *testing.T) {
 		}
 		if strings.Contains(out, "wrote 160MiB") {
 			t.Fatalf("the command ran to its end after the cut: %q", out)
+		}
+	})
+}
+
+// A look of the disk watch lands at any moment of a command: while bwrap sets the sandbox
+// up, while its programs start and end, while it ends. An innocent command is never cut
+// for it: a program on its way out (its /proc files are root's once it let go of its
+// memory, until it is a zombie) holds nothing, and is not taken for one that cannot be read.
+func TestDiskWatchLooksNeverFailOnAnInnocentCommandWhoseProgramsStartAndEnd(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+		ws := workspace(t)
+		for i := range 20 {
+			progs := &commands.Programs{}
+			done, failed := make(chan struct{}), make(chan error, 1)
+			go func() {
+				defer close(failed)
+				for looks := 0; ; looks++ {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if _, err := progs.DiskUsage(ws); err != nil {
+						failed <- fmt.Errorf("look %d: %w", looks, err)
+						return
+					}
+				}
+			}()
+			_, err := run(commands.WithPrograms(context.Background(), progs), t, c, ws, shellLine(`true; ls >/dev/null; echo x`), time.Minute)
+			close(done)
+			if lookErr := <-failed; lookErr != nil || err != nil {
+				t.Fatalf("command %d (error %v): a look of an innocent command failed: %v", i, err, lookErr)
+			}
 		}
 	})
 }
