@@ -158,19 +158,101 @@ func (h *held) sandbox(leader int) error {
 	if err != nil {
 		return fmt.Errorf("disk usage: cannot list the programs running: %w", err)
 	}
+	l := &lineage{leader: strconv.Itoa(leader), ns: ns, known: map[string]bool{}, steps: 2*len(procs) + 16}
 	for _, e := range procs {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		// A program of the sandbox runs under the daemon's uid, or a uid root reads: one
-		// whose namespace the daemon may not read is none of the run's.
-		if n, err := nsOf(e.Name()); err == nil && n == ns {
+		n, err := nsOf(e.Name())
+		switch {
+		case err == nil && n == ns:
 			if err := h.process(e.Name()); err != nil {
 				return err
 			}
+		case errors.Is(err, fs.ErrPermission) && l.ofRun(e.Name()):
+			return fmt.Errorf("disk usage: a program of the command made itself unreadable (it runs a program it may not read), "+
+				"so what it holds cannot be counted (/proc/%s/ns/pid: %w): the command was stopped; run programs the agent may read, or run agentd as root", e.Name(), err)
 		}
 	}
 	return nil
+}
+
+// lineage tells which processes whose pid namespace the daemon may not read are
+// programs of one run. Root reads every namespace; a daemon that is not root may not
+// read that of a program that is not dumpable and whose memory belongs to a user
+// namespace it has no say in: one that ran a program it may not read (execute-only, of
+// an owner its sandbox does not map: a program such as Fedora's sudo, mode 4111), which
+// the kernel makes not dumpable with its memory in the host's user namespace. Such a
+// program could hold a deleted file unseen, so it is told apart by what the kernel keeps
+// and no program can change: its uid (the daemon's, the only one its sandbox maps) and
+// its ancestry (a program of the sandbox descends from the sandbox's init, the leader's
+// child, since an orphan goes to its namespace's init).
+type lineage struct {
+	leader string
+	ns     [2]uint64
+	known  map[string]bool // verdicts of this look, by pid
+	steps  int             // bounds the parents read in one look (a loop only pid reuse could make)
+}
+
+// ofRun says whether process p is a program of the run; when it cannot tell (a
+// parent gone meanwhile that its child still names, or a walk past every process) it
+// says yes: what the measure cannot see is never taken for nothing.
+func (l *lineage) ofRun(p string) bool {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+p, &st) != nil || int(st.Uid) != os.Geteuid() {
+		return false // gone, or another uid's: no program of the run
+	}
+	chain, verdict := []string{}, false
+	for cur := p; ; {
+		if v, ok := l.known[cur]; ok {
+			verdict = v
+			break
+		}
+		if cur == l.leader {
+			verdict = true
+			break
+		}
+		if n, err := nsOf(cur); err == nil && cur != p {
+			verdict = n == l.ns
+			break
+		}
+		chain = append(chain, cur)
+		parent, err := parentOf(cur)
+		if err != nil && len(chain) > 1 {
+			// cur went away: its child was handed to another parent first, so it names
+			// that one now; if it still names cur, the walk cannot tell.
+			chain = chain[:len(chain)-1]
+			if parent, err = parentOf(chain[len(chain)-1]); err != nil || parent == cur {
+				verdict = true
+				break
+			}
+		}
+		if l.steps--; l.steps < 0 {
+			verdict = true
+			break
+		}
+		if err != nil || parent == "0" {
+			break // p is gone, or the walk reached the top of the tree
+		}
+		cur = parent
+	}
+	for _, c := range chain {
+		l.known[c] = verdict
+	}
+	return verdict
+}
+
+// parentOf is the pid of process p's parent, from /proc/p/stat.
+func parentOf(p string) (string, error) {
+	stat, err := os.ReadFile("/proc/" + p + "/stat")
+	if err != nil {
+		return "", err
+	}
+	f := statFields(stat)
+	if len(f) < 2 {
+		return "", fmt.Errorf("/proc/%s/stat: unexpected %q", p, stat)
+	}
+	return f[1], nil
 }
 
 // statFields are the fields of a /proc stat file after the program's name, which may
