@@ -2,7 +2,6 @@ package commands
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -215,23 +214,13 @@ func BenchmarkDiskWatchLook(b *testing.B) {
 	})
 }
 
-// execOnlyEnv names, for the run of a test as uid testutil.Unprivileged, a copy of sleep
-// that root owns and no one may read, only run (mode 0111), as some systems ship sudo.
-const execOnlyEnv = "AGENTD_TEST_EXEC_ONLY_SLEEP"
-
 // A program that runs a program it may not read is made not dumpable by the kernel with
 // its memory in the host's user namespace, so a daemon that is not root may not read even
 // its pid namespace: the measure of a run where such a program holds a deleted file
 // counts it (root) or fails, never takes it for none of the run's.
 func TestProgramsDiskUsageCountsOrFailsOnAProgramWhoseNamespaceItCannotRead(t *testing.T) {
-	if os.Geteuid() == 0 && os.Getenv(execOnlyEnv) == "" {
-		t.Setenv(execOnlyEnv, execOnlyCopy(t, "/bin/sleep"))
-	}
+	sleep := testutil.ExecOnlyProgram(t, "/bin/sleep")
 	testutil.AsRootAndNot(t, func(t *testing.T) {
-		sleep := os.Getenv(execOnlyEnv)
-		if sleep == "" {
-			t.Skip("needs a program root owns that may only be run (mode 0111), which only a suite run as root makes")
-		}
 		ws := t.TempDir()
 		p := startInPidNamespace(t, ws, `exec 3>h; rm h; head -c 8388608 /dev/zero >&3; `+sleep+` 600 & exec 3>&-; echo ready; wait`)
 		testutil.Eventually(t, time.Minute, "the program that may only be run to start", func() bool {
@@ -239,29 +228,6 @@ func TestProgramsDiskUsageCountsOrFailsOnAProgramWhoseNamespaceItCannotRead(t *t
 		})
 		countsOrFails(t, p, ws, "made itself unreadable")
 	})
-}
-
-// execOnlyCopy copies the program at src into a folder every uid may enter, as a file
-// root owns that may only be run, and returns its path.
-func execOnlyCopy(t *testing.T, src string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "execonly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Skipf("no %s to copy: %v", src, err)
-	}
-	dst := filepath.Join(dir, "execonly-sleep")
-	if err := os.WriteFile(dst, b, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := errors.Join(os.Chmod(dst, 0o111), os.Chmod(dir, 0o755)); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // processesNamed lists the pids of the processes whose name (comm) is name.
