@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentd/agentd/api"
 )
 
 // gitBoundScript is the body of the git a bounded run's programs find in place of the
@@ -26,6 +28,9 @@ const realGitAt = "/agentd-git/git"
 type boundGit struct {
 	real string
 	over []string
+	// held are the config files one run holds read-only, as its sandbox shows them (one
+	// ending in / holds every file beneath): set per run, heldConfigs.
+	held []string
 }
 
 // findGit finds the host's git and where the sandbox must show the script instead.
@@ -48,7 +53,45 @@ func findGit() boundGit {
 // script is the script's text for a run that may (write) or may not write the workspace.
 func (g boundGit) script(write bool) []byte {
 	return []byte("#!/bin/sh\nreal=" + realGitAt + " write=" + strconv.FormatBool(write) + "\n" +
-		allowedKeys(boundedGitKeys) + gitBoundScript)
+		allowedKeys(boundedGitKeys) + heldFiles(g.held) + gitBoundScript)
+}
+
+// heldFiles is the script's function held FILE: whether FILE is one of held, or beneath
+// one that ends in /.
+func heldFiles(held []string) string {
+	if len(held) == 0 {
+		return "held() { return 1; }\n"
+	}
+	pats := make([]string, len(held))
+	for i, p := range held {
+		if dir, ok := strings.CutSuffix(p, "/"); ok {
+			pats[i] = api.QuoteWord(dir+"/") + "*"
+		} else {
+			pats[i] = api.QuoteWord(p)
+		}
+	}
+	return "held() {\n\tcase $1 in " + strings.Join(pats, " | ") + ") ;; *) return 1 ;; esac\n}\n"
+}
+
+// heldConfigs are the git config files a run as v shows it holds read-only, as its
+// sandbox shows them: the whole workspace in a read-only run (a path ending in /), else
+// the local and worktree config of each repository prepare protected, bound read-only
+// with every folder leading to them pinned, so that their paths name those files for the
+// whole run, and the helpers' folder.
+func (v view) heldConfigs(workspace string) []string {
+	if v.readOnly {
+		return []string{v.inside(workspace, workspace) + "/"}
+	}
+	var held []string
+	for _, p := range v.binds.ro {
+		switch filepath.Base(p) {
+		case "config", "config.worktree":
+			held = append(held, v.inside(workspace, p))
+		case helpersDir:
+			held = append(held, v.inside(workspace, p)+"/")
+		}
+	}
+	return held
 }
 
 // allowedKeys is the script's function allowed KEY: whether KEY matches one of patterns.
