@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"cmp"
 	_ "embed"
 	"os"
 	"os/exec"
@@ -28,9 +29,8 @@ const realGitAt = "/agentd-git/git"
 type boundGit struct {
 	real string
 	over []string
-	// held are the config files one run holds read-only, as its sandbox shows them (one
-	// ending in / holds every file beneath): set per run, heldConfigs.
-	held []string
+	// held is the script's function held, set per run: heldConfigs.
+	held string
 }
 
 // findGit finds the host's git and where the sandbox must show the script instead.
@@ -53,45 +53,31 @@ func findGit() boundGit {
 // script is the script's text for a run that may (write) or may not write the workspace.
 func (g boundGit) script(write bool) []byte {
 	return []byte("#!/bin/sh\nreal=" + realGitAt + " write=" + strconv.FormatBool(write) + "\n" +
-		allowedKeys(boundedGitKeys) + heldFiles(g.held) + gitBoundScript)
+		allowedKeys(boundedGitKeys) + cmp.Or(g.held, "held() { return 1; }\n") + gitBoundScript)
 }
 
-// heldFiles is the script's function held FILE: whether FILE is one of held, or beneath
-// one that ends in /.
-func heldFiles(held []string) string {
-	if len(held) == 0 {
-		return "held() { return 1; }\n"
-	}
-	pats := make([]string, len(held))
-	for i, p := range held {
-		if dir, ok := strings.CutSuffix(p, "/"); ok {
-			pats[i] = api.QuoteWord(dir+"/") + "*"
-		} else {
-			pats[i] = api.QuoteWord(p)
-		}
-	}
-	return "held() {\n\tcase $1 in " + strings.Join(pats, " | ") + ") ;; *) return 1 ;; esac\n}\n"
-}
-
-// heldConfigs are the git config files a run as v shows it holds read-only, as its
-// sandbox shows them: the whole workspace in a read-only run (a path ending in /), else
-// the local and worktree config of each repository prepare protected, bound read-only
-// with every folder leading to them pinned, so that their paths name those files for the
-// whole run, and the helpers' folder.
-func (v view) heldConfigs(workspace string) []string {
-	if v.readOnly {
-		return []string{v.inside(workspace, workspace) + "/"}
-	}
-	var held []string
+// heldConfigs is the script's function held FILE, for a run as v shows it: whether FILE
+// is a git config file that neither the run's programs nor a helper's, running meanwhile,
+// can change, as the sandbox shows it: the local and worktree config of each repository
+// prepare protected (bound read-only, each folder leading to them pinned, so their paths
+// name those files for the whole run), and in a read-only run every file of the
+// workspace but the helpers' folder, which their own runs write.
+func (v view) heldConfigs(workspace string) string {
+	in := func(p string) string { return api.QuoteWord(v.inside(workspace, p)) }
+	pats := []string{}
 	for _, p := range v.binds.ro {
-		switch filepath.Base(p) {
-		case "config", "config.worktree":
-			held = append(held, v.inside(workspace, p))
-		case helpersDir:
-			held = append(held, v.inside(workspace, p)+"/")
+		if b := filepath.Base(p); b == "config" || b == "config.worktree" {
+			pats = append(pats, in(p))
 		}
 	}
-	return held
+	if v.readOnly {
+		pats = append(pats, in(workspace)+"/*")
+	}
+	if len(pats) == 0 {
+		return ""
+	}
+	return "held() {\n\tcase $1 in " + in(filepath.Join(workspace, helpersDir)) + "/*) return 1 ;; " +
+		strings.Join(pats, " | ") + ") ;; *) return 1 ;; esac\n}\n"
 }
 
 // allowedKeys is the script's function allowed KEY: whether KEY matches one of patterns.

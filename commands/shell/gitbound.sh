@@ -117,7 +117,7 @@ fixed() {
 	[ ! -L "$1" ] && [ "$(cd "${1%/*}" 2>/dev/null && pwd -P)" = "${1%/*}" ] && held "$1"
 }
 refuse_changeable() {
-	echo "agentd: refused: a bounded git reads only a repository whose config this command cannot change, and it could change $1 (a repository it made, copied or moved, one in /tmp, or one deeper than the workspace and two levels down). Run git in a repository that was in the workspace before this command began (the rest as a command of its own), or approve this command yourself (y)." >&2
+	echo "agentd: refused: a bounded git reads only a repository whose config this command cannot change, and it could change $1 (one it made, copied or moved, one in /tmp or in a helper's folder, or one deeper than the workspace and two levels down). Run git in a repository that was in the workspace before this command began (the rest as a command of its own), or approve this command yourself (y)." >&2
 	exit 128
 }
 subcommand() {
@@ -127,7 +127,7 @@ subcommand() {
 case $(subcommand "$@") in
 init | clone) ;;
 *)
-	if repo=$(here 4 rev-parse --path-format=absolute --absolute-git-dir --git-common-dir "$@" 2>/dev/null); then
+	if repo=$(here 4 rev-parse --path-format=absolute --absolute-git-dir --git-common-dir "$@" 2>&1); then
 		{
 			IFS= read -r gitdir
 			IFS= read -r common
@@ -137,10 +137,18 @@ REPO
 		fixed "$common/config" || refuse_changeable "$common/config"
 		top=$(here 2 rev-parse --show-toplevel "$@" 2>/dev/null) && export GIT_WORK_TREE="$top"
 		export GIT_DIR="$gitdir" GIT_COMMON_DIR="$common"
-	elif [ -n "$named" ]; then
-		echo "agentd: refused: $named names no git repository, and a bounded git does not take one that may become one while it runs. Name a repository that was in the workspace before this command began, or approve this command yourself (y)." >&2
-		exit 128
 	else
+		case $repo in
+		"fatal: not a git repository"*) ;;
+		*) # git's own word on why it takes none (a bare repository found, not named)
+			echo "$repo" >&2
+			exit 128
+			;;
+		esac
+		if [ -n "$named" ]; then
+			echo "agentd: refused: $named names no git repository, and a bounded git does not take one that may become one while it runs. Name a repository that was in the workspace before this command began, or approve this command yourself (y)." >&2
+			exit 128
+		fi
 		export GIT_DIR=/dev/null
 	fi
 	;;

@@ -20,12 +20,19 @@ const heldRefusal = "a bounded git reads only a repository whose config this com
 // appends it, each program one a wildcard pattern approves), run no filter: a copy of the
 // repository the line makes in the workspace (+write) or in /tmp (+write and read-only)
 // is refused, naming the fix, whichever side of the pipe wins. A repository the line
-// makes itself is refused too; the workspace's own still works.
+// makes itself is refused too, and so is a helper's (its own runs write it meanwhile);
+// the workspace's own still works.
 func TestBoundedGitTakesNoRepositoryWhoseConfigTheRunCanChange(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
 	proj := drivenRepo(t, ws, "proj", "filter=x", ".git/config", "")
 	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	drivenRepo(t, ws, "agents/helper", "text", ".git/config", "")
+	if os.Getuid() == 0 { // a helper's own runs give its workspace to the sandbox's uid
+		filepath.Walk(filepath.Join(ws, "agents"), func(p string, _ os.FileInfo, _ error) error {
+			return os.Lchown(p, DefaultUID, DefaultGID)
+		})
+	}
 	filter := `git log -1 '--format=tformat:[filter "x"] clean = sh -c "echo AGENT-CODE-RAN >&2; echo x > ` + ws + `/planted.txt; cat"'`
 	tests := []struct {
 		name  string
@@ -37,6 +44,7 @@ func TestBoundedGitTakesNoRepositoryWhoseConfigTheRunCanChange(t *testing.T) {
 		{"tmp_copy_write", true, "rm -rf /tmp/p && cp -r proj /tmp/p && cd /tmp/p && " + filter + " | tee -a .git/config | git status --short", heldRefusal},
 		{"tmp_copy_read_only", false, "cp -r proj /tmp/p && cd /tmp/p && " + filter + " | tee -a .git/config | git status --short", heldRefusal},
 		{"repository_made_by_the_line_write", true, "git init -q m{try} && cd m{try} && git status --short", heldRefusal},
+		{"helpers_repository_read_only", false, "cd agents/helper && git status --short", heldRefusal},
 		{"workspace_repository_write", true, "cd proj && " + filter + " | tee -a .git/config | git status --short", " M a.txt"},
 	}
 	for _, tt := range tests {
@@ -138,6 +146,34 @@ func TestBoundedGitReadsOnlyTheConfigItChecked(t *testing.T) {
 			if !strings.Contains(out, tt.want) {
 				t.Fatalf("want %q in:\n%s %v", tt.want, out, err)
 			}
+		})
+	}
+}
+
+// TestBoundedGitTakesTheWorkspacesRepositories: what a bounded git did in the workspace's
+// repositories, their config held read-only, it still does in a +write run: git status
+// at the top and from a folder inside, git commit, and git diff --no-index outside any
+// repository.
+func TestBoundedGitTakesTheWorkspacesRepositories(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	ws := workspace(t)
+	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	os.MkdirAll(filepath.Join(proj, "d"), 0o755)
+	tests := []struct {
+		name, line string
+		want       []string
+	}{
+		{"status", "cd proj && git status --short", []string{" M a.txt"}},
+		{"status_from_a_folder_inside", "cd proj/d && git status --short", []string{" M ../a.txt"}},
+		{"commit", "cd proj && git commit -qm b a.txt && git log --oneline | wc -l", []string{"3"}},
+		{"diff_outside_any_repository", "echo x > /tmp/a && echo y > /tmp/b; git diff --no-index /tmp/a /tmp/b", []string{"+y"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, tt.line)
+			checkResult(t, out, ws, tt.want, []string{"agentd: refused", "fatal"})
+			t.Log(out, err)
 		})
 	}
 }
