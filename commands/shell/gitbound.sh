@@ -127,21 +127,30 @@ subcommand() {
 case $(subcommand "$@") in
 init | clone) ;;
 *)
-	if repo=$(here 4 rev-parse --path-format=absolute --absolute-git-dir --git-common-dir "$@" 2>&1); then
-		{
-			IFS= read -r gitdir
-			IFS= read -r common
-		} <<REPO
+	# The top of the work tree last: outside one (a bare repository named) git says false,
+	# then fails at it.
+	repo=$(here 6 rev-parse --path-format=absolute --absolute-git-dir --git-common-dir --is-inside-work-tree --show-toplevel "$@" 2>/dev/null)
+	ok=$?
+	{
+		IFS= read -r gitdir
+		IFS= read -r common
+		IFS= read -r inside
+		IFS= read -r top
+	} <<REPO
 $repo
 REPO
+	if [ "$ok" = 0 ] || [ "$inside" = false ]; then
 		fixed "$common/config" || refuse_changeable "$common/config"
-		top=$(here 2 rev-parse --show-toplevel "$@" 2>/dev/null) && export GIT_WORK_TREE="$top"
+		if [ "$ok" = 0 ]; then
+			export GIT_WORK_TREE="$top"
+		fi
 		export GIT_DIR="$gitdir" GIT_COMMON_DIR="$common"
 	else
-		case $repo in
+		why=$(here 2 rev-parse --git-dir "$@" 2>&1 >/dev/null)
+		case $why in
 		"fatal: not a git repository"*) ;;
 		*) # git's own word on why it takes none (a bare repository found, not named)
-			echo "$repo" >&2
+			echo "$why" >&2
 			exit 128
 			;;
 		esac

@@ -153,25 +153,28 @@ func TestBoundedGitReadsOnlyTheConfigItChecked(t *testing.T) {
 // TestBoundedGitTakesTheWorkspacesRepositories: what a bounded git did in the workspace's
 // repositories, their config held read-only, it still does in a +write run: git status
 // at the top and from a folder inside, git commit, and git diff --no-index outside any
-// repository.
+// repository; and in a read-only run, a bare repository named with --git-dir.
 func TestBoundedGitTakesTheWorkspacesRepositories(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
 	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
 	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
 	os.MkdirAll(filepath.Join(proj, "d"), 0o755)
+	gitIn(t, ws, "clone", "-q", "--bare", proj, "bare.git")
 	tests := []struct {
 		name, line string
 		want       []string
+		readOnly   bool
 	}{
-		{"status", "cd proj && git status --short", []string{" M a.txt"}},
-		{"status_from_a_folder_inside", "cd proj/d && git status --short", []string{" M ../a.txt"}},
-		{"commit", "cd proj && git commit -qm b a.txt && git log --oneline | wc -l", []string{"3"}},
-		{"diff_outside_any_repository", "echo x > /tmp/a && echo y > /tmp/b; git diff --no-index /tmp/a /tmp/b", []string{"+y"}},
+		{"status", "cd proj && git status --short", []string{" M a.txt"}, false},
+		{"status_from_a_folder_inside", "cd proj/d && git status --short", []string{" M ../a.txt"}, false},
+		{"commit", "cd proj && git commit -qm b a.txt && git log --oneline | wc -l", []string{"3"}, false},
+		{"diff_outside_any_repository", "echo x > /tmp/a && echo y > /tmp/b; git diff --no-index /tmp/a /tmp/b", []string{"+y"}, false},
+		{"bare_repository_named_read_only", "git --git-dir=bare.git log --oneline | wc -l", []string{"2"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, tt.line)
+			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: !tt.readOnly}, tt.line)
 			checkResult(t, out, ws, tt.want, []string{"agentd: refused", "fatal"})
 			t.Log(out, err)
 		})
