@@ -26,7 +26,7 @@ refuse_help() {
 	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
 	exit 128
 }
-k=0 value= named=
+k=0 value= named= sub=
 for a; do
 	if [ -n "$value" ]; then
 		value= k=$((k + 1))
@@ -42,7 +42,10 @@ for a; do
 	-C | --work-tree | --namespace | --super-prefix) value=1 ;;
 	--help) refuse_help ;;
 	-*) ;;
-	*) break ;;
+	*)
+		sub=$a
+		break
+		;;
 	esac
 	k=$((k + 1))
 done
@@ -120,11 +123,7 @@ refuse_changeable() {
 	echo "agentd: refused: a bounded git reads only a repository whose config this command cannot change, and it could change $1 (one it made, copied or moved, one in /tmp or in a helper's folder, or one deeper than the workspace and two levels down). Run git in a repository that was in the workspace before this command began (the rest as a command of its own), or approve this command yourself (y)." >&2
 	exit 128
 }
-subcommand() {
-	shift "$k"
-	printf %s "${1-}"
-}
-case $(subcommand "$@") in
+case $sub in
 init | clone) ;;
 *)
 	# The top of the work tree last: outside one (a bare repository named) git says false,
