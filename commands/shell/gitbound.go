@@ -60,15 +60,14 @@ func (g boundGit) script(write bool) []byte {
 // is a git config file that neither the run's programs nor a helper's, running meanwhile,
 // can change, as the sandbox shows it: the local and worktree config of each repository
 // prepare protected (bound read-only, each folder leading to them pinned, so their paths
-// name those files for the whole run), and in a read-only run every file of the
-// workspace but the helpers' folder, which their own runs write.
+// name those files for the whole run) that has no other name to write it by, and in a
+// read-only run every file of the workspace but the helpers' folder, which their own
+// runs write.
 func (v view) heldConfigs(workspace string) string {
 	in := func(p string) string { return api.QuoteWord(v.inside(workspace, p)) }
 	pats := []string{}
-	for _, p := range v.binds.ro {
-		if b := filepath.Base(p); b == "config" || b == "config.worktree" {
-			pats = append(pats, in(p))
-		}
+	for _, p := range v.configs {
+		pats = append(pats, in(p))
 	}
 	if v.readOnly {
 		pats = append(pats, in(workspace)+"/*")

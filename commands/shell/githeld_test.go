@@ -97,9 +97,10 @@ func changingGit(t *testing.T, c commands.Command, change string) {
 }
 
 // TestBoundedGitReadsOnlyTheConfigItChecked: whatever changes between the bounded git's
-// checks and the real git's read of the config — a clean filter appended to the config,
-// a repository (with a filter in its config) copied in nearer than the one checked, or
-// into a folder that was none — git runs no filter: the workspace's repository is read
+// checks and the real git's read of the config — a clean filter appended to the config
+// (or to another name of it, a hard link), a repository (with a filter in its config)
+// copied in nearer than the one checked, or into a folder that was none — git runs no
+// filter: the workspace's repository is read
 // as checked (its config is read-only and git is told which repository it is), and a
 // repository whose config the run could change is refused before. A stand-in for the
 // real git makes each change right before git itself starts, so no race needs winning;
@@ -119,6 +120,11 @@ func TestBoundedGitReadsOnlyTheConfigItChecked(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.txt filter=x\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hellO\n"), 0o644)
 	}
+	linked := drivenRepo(t, ws, "linked", "filter=x", ".git/config", "")
+	os.WriteFile(filepath.Join(linked, "a.txt"), []byte("hellO\n"), 0o644)
+	if err := os.Link(filepath.Join(linked, ".git", "config"), filepath.Join(ws, "config-too")); err != nil {
+		t.Fatal(err)
+	}
 	addFilter := `printf '[filter "x"]\n\tclean = sh -c "echo AGENT-CODE-RAN >&2; echo x > ` + ws + `/planted.txt; cat"\n' >> .git/config 2>/dev/null`
 	tests := []struct {
 		name   string
@@ -130,6 +136,7 @@ func TestBoundedGitReadsOnlyTheConfigItChecked(t *testing.T) {
 		{"filter_added_to_the_workspace_repository", true, addFilter, "cd proj && git status --short", " M a.txt"},
 		{"filter_added_to_a_copy_in_the_workspace", true, addFilter, "cp -r proj n && cd n && git status --short", heldRefusal},
 		{"filter_added_to_a_copy_in_tmp", false, addFilter, "cp -r proj /tmp/p && cd /tmp/p && git status --short", heldRefusal},
+		{"filter_added_through_another_name_of_the_config", true, strings.ReplaceAll(addFilter, ".git/config", ws+"/config-too"), "cd linked && git status --short", heldRefusal},
 		{"repository_copied_in_nearer", true, "cp -r " + ws + "/evil .git", "cd proj/d && git status --short", " M ../a.txt"},
 		{"repository_copied_in_where_there_was_none", true, "cp -r " + ws + "/evil .git", "cd plain && git status --short", "not a git repository"},
 	}
