@@ -108,8 +108,8 @@ fi
 # The repository git works in is the one found here, named to it (GIT_DIR, GIT_COMMON_DIR,
 # GIT_WORK_TREE), and taken only when its config is a file this run cannot change (fixed):
 # a .git a pipe's other side makes nearer, or a line added to the config, after this
-# checked it cannot change what git reads. A command that makes a repository (init,
-# clone) works in none; outside any repository git finds none (GIT_DIR=/dev/null).
+# checked it cannot change what git reads. init and clone, which make a repository, read
+# none's config; outside any repository git finds none (GIT_DIR=/dev/null).
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
 
 # fixed FILE: whether FILE is one the sandbox holds read-only (held, above), named plainly
@@ -120,7 +120,7 @@ fixed() {
 	[ ! -L "$1" ] && [ "$(cd "${1%/*}" 2>/dev/null && pwd -P)" = "${1%/*}" ] && held "$1"
 }
 refuse_changeable() {
-	echo "agentd: refused: a bounded git reads only a repository whose config this command cannot change, and it could change $1 (one it made, copied or moved, one in /tmp or in a helper's folder, or one deeper than the workspace and two levels down). Run git in a repository that was in the workspace before this command began (the rest as a command of its own), or approve this command yourself (y)." >&2
+	echo "agentd: refused: a bounded git reads only a repository whose config this command cannot change, and it could change $1 (one it made, copied or moved, one in /tmp or in a helper's folder, one deeper than the workspace and two levels down, or a config with another name, a hard link). Run git in a repository that was in the workspace before this command began (the rest as a command of its own), or approve this command yourself (y)." >&2
 	exit 128
 }
 case $sub in
