@@ -430,6 +430,9 @@ type Event struct {
 	// own, or its nearest bound parent's), which the store no longer has. Only the
 	// in-process chat relay reads it, so it stays off the wire.
 	Threads []ChatBinding `json:"-"`
+	// Messages is set on EventRemoved too: the messages of the agent's proposals still
+	// open in chat, with their proposals, which the store dropped with the agent.
+	Messages []ChatMessage `json:"-"`
 }
 
 // Scopes of a BudgetExhausted.

@@ -454,7 +454,7 @@ func replyRole(ctx context.Context, c *check) bool {
 		}
 	}
 	if c.a == nil {
-		c.a = c.r.board.bottomWaiting(agents, nil)
+		c.a = c.bottomWaiting(ctx, agents, nil)
 	}
 	if c.a == nil {
 		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", c.run.ID, c.run.Status)

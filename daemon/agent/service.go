@@ -282,9 +282,16 @@ func (s *runs) removeTx(tx *store.Tx, all []removal) error {
 		if err != nil {
 			return err
 		}
+		open, err := tx.OpenChatMessages(a.ID)
+		if err != nil {
+			return err
+		}
 		c := &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}
 		for _, b := range threads {
 			c.threads = append(c.threads, *b)
+		}
+		for _, m := range open {
+			c.messages = append(c.messages, *m)
 		}
 		if _, err := apply(tx, c); err != nil {
 			return err
