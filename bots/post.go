@@ -277,7 +277,9 @@ func (po *poster) decided(ctx context.Context, agentID string, d *api.Decision) 
 		return
 	}
 	grantSource := po.grantSource(ctx, agentID, d) // once, not per thread and retry
-	shown := sync.OnceValue(func() *api.Proposal { return findProposal(context.WithoutCancel(ctx), po.r.opt.Service, agentID, d.ProposalID) })
+	shown := sync.OnceValue(func() *api.Proposal {
+		return findProposal(context.WithoutCancel(ctx), po.r.opt.Service, agentID, d.ProposalID)
+	})
 	for _, t := range ts {
 		platform := t.ep.a.Platform()
 		po.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
