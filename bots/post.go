@@ -156,18 +156,10 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 // removed closes a removed agent's open proposals and tells its threads, which the
 // event names: the store deleted them with the agent.
 func (po *poster) removed(ctx context.Context, ev api.Event) {
-	threads := make([]*Binding, len(ev.Threads))
-	for i := range ev.Threads {
-		threads[i] = &ev.Threads[i]
-	}
-	open := make([]*ChatMessage, len(ev.Messages))
-	for i := range ev.Messages {
-		open[i] = &ev.Messages[i]
-	}
-	ts := po.targetsIn(ctx, ev.AgentID, threads, ev.Agent)
+	ts := po.targetsIn(ctx, ev.AgentID, ev.Threads, ev.Agent)
 	for _, t := range ts {
 		po.post(t, "closing the proposals of "+ev.AgentID, func(ctx context.Context) error {
-			return po.closeShown(ctx, t, open, "The agent was removed before a decision.")
+			return po.closeShown(ctx, t, ev.Messages, "The agent was removed before a decision.")
 		})
 	}
 	if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends

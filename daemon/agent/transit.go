@@ -45,10 +45,10 @@ type change struct {
 	finishMessage *string
 	// threads are the chat threads a removed agent's events went to (show_removed's
 	// event carries them: the store deletes them with the agent).
-	threads []api.ChatBinding
+	threads []*api.ChatBinding
 	// messages are its proposals' chat messages still open, with their proposals (the
 	// store deletes them too).
-	messages []api.ChatMessage
+	messages []*api.ChatMessage
 	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
 	// restores, and who asked.
 	ckpt   *checkpoints
