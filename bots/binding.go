@@ -198,10 +198,8 @@ func (c *check) messageOf(ctx context.Context, p *api.Proposal) string {
 	if p.Command == "ask_user" {
 		kind = "question"
 	}
-	if m, err := c.r.opt.Bindings.Message(ctx, p.ID, c.ep.a.Platform(), kind); err == nil && m != nil {
-		return m.Message
-	}
-	return ""
+	msg, _ := c.shownMessage(ctx, p.ID, kind)
+	return msg
 }
 
 // stepOf is the step of a's proposal id; 0 when it is not a's.
