@@ -45,41 +45,6 @@ func TestMentionStartsRunApprovedByClick(t *testing.T) {
 	}
 }
 
-func TestNonApproverRefused(t *testing.T) {
-	e := newEnv(t)
-	thread, p := e.touchRun("touch x", "x")
-	e.click(stranger, thread, p, "approve")
-	e.slack.Say(stranger, channel, "channel", thread, "y", false)
-	e.slack.Say("UOTHERBOT", channel, "channel", thread, "y", true) // bots are ignored
-	e.wait("two refusals", func(v fakeslack.View) bool { return len(v.Ephemeral(stranger)) == 2 })
-	if got := e.slack.Calls(); len(got) == 0 {
-		t.Fatal("no calls")
-	}
-	e.slack.Wait(0, func(v fakeslack.View) bool {
-		for _, m := range v.Ephemeral(stranger) {
-			if !strings.Contains(m.Text, "not an approver") || m.ThreadTS != thread {
-				t.Errorf("refusal = %+v", m)
-			}
-		}
-		return true
-	})
-	// Nothing the refusals or the other bot sent may reach the agent meanwhile.
-	var a *api.Agent
-	testutil.Hold(100*time.Millisecond, func() bool {
-		a = e.agentOf(thread)
-		return a.Pending != nil && a.Pending.ID != "" && e.Decisions(a.Pending.ID) == 0
-	})
-	if a.Pending == nil || a.Pending.ID == "" || e.Decisions(a.Pending.ID) != 0 {
-		t.Fatalf("a refused click changed the agent: %+v", a)
-	}
-	if !strings.Contains(e.Logs.String(), "refused a non-approver") {
-		t.Error("refusal not logged")
-	}
-	// A member of an approver user group may decide.
-	e.click(member, thread, p, "deny")
-	e.decided(thread, p.TS, "Denied* by \\u003c@"+member)
-}
-
 func TestTypedApproveN(t *testing.T) {
 	e := newEnv(t)
 	for _, w := range []string{"a", "b", "c"} {

@@ -32,6 +32,8 @@ var Scenarios = []Scenario{
 	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 	{"write_file_diff_shown", writeFileDiffShown},
+	{"non_approver_refused", nonApproverRefused},
+	{"hostile_ten_thousand_char_proposal_posted_whole", hostileTenThousandCharProposalPostedWhole},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
