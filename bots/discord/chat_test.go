@@ -126,7 +126,8 @@ func (c discordChat) Text(_ string, m chattest.Msg) string {
 	checkContent(c.t, content)
 	return content
 }
-func (c discordChat) Code(text string) string { return codeBlock(text) }
+func (c discordChat) Code(text string) string    { return codeBlock(text) }
+func (c discordChat) Escaped(text string) string { return Escape(text) }
 
 func (c discordChat) Cut(_ string, m chattest.Msg) string {
 	c.t.Helper()

@@ -71,7 +71,8 @@ func (c *slackChat) Text(thread string, m chattest.Msg) string {
 	checkFitted(c.t, blocksOf(c.t, shown), false)
 	return sectionTexts(c.t, shown)
 }
-func (c *slackChat) Code(text string) string { return escapeCode(text) }
+func (c *slackChat) Code(text string) string    { return escapeCode(text) }
+func (c *slackChat) Escaped(text string) string { return escape(text) }
 
 func (c *slackChat) Cut(thread string, m chattest.Msg) string {
 	c.t.Helper()

@@ -121,6 +121,8 @@ type Chat interface {
 	// that pings); Code is how text reads inside a code block there.
 	Text(thread string, m Msg) string
 	Code(text string) string
+	// Escaped is how plain text reads in a message, escaped as the platform needs it.
+	Escaped(text string) string
 	// Cut is the text m shows now, checked as Text is but for a message the relay had
 	// to cut: it must say so where the platform shows it (a note, the full text
 	// attached). Refused is each post, edit or upload the fake refused, as the

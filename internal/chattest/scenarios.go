@@ -37,6 +37,7 @@ var Scenarios = []Scenario{
 	{"non_approver_refused", nonApproverRefused},
 	{"hostile_ten_thousand_char_proposal_posted_whole", hostileTenThousandCharProposalPostedWhole},
 	{"slash_commands_drive_a_run", slashCommandsDriveARun},
+	{"team_run_in_thread", teamRunInThread},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
