@@ -196,7 +196,7 @@ func (e *env) original(in fakediscord.Interaction, text string) bool {
 	return false
 }
 
-func TestLongResultAttached(t *testing.T) {
+func TestLongResultAttachedAfterARateLimit(t *testing.T) {
 	e := newEnv(t)
 	thread, p := e.touchRun("touch big", "big")
 	// Discord's rate limit on the next post is waited out, not lost.

@@ -148,16 +148,6 @@ func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	e.wait("the finish", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })
 }
 
-func TestLongResultUploadedAsFile(t *testing.T) {
-	e := newEnv(t)
-	thread, p := e.touchRun("big", "big")
-	e.click(approver, thread, p, "approve")
-	e.wait("the upload", func(v fakeslack.View) bool {
-		fs := v.Files()
-		return len(fs) == 1 && fs[0].ThreadTS == thread && fs[0].Channel == channel && strings.Count(fs[0].Content, "\n") >= 399
-	})
-}
-
 // A stranger's /agent run is acked without an answer and refused by a note only they
 // see; a command from a channel the bot does not serve is told so. (What the commands
 // do is the slash_commands_drive_a_run scenario.)

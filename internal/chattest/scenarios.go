@@ -38,6 +38,7 @@ var Scenarios = []Scenario{
 	{"hostile_ten_thousand_char_proposal_posted_whole", hostileTenThousandCharProposalPostedWhole},
 	{"slash_commands_drive_a_run", slashCommandsDriveARun},
 	{"team_run_in_thread", teamRunInThread},
+	{"long_result_uploaded_as_file", longResultUploadedAsFile},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
@@ -507,4 +508,20 @@ func slashCommandsDriveARun(t *testing.T, c Chat) {
 	if got := c.Command(Approver, "stop "+a.ID); !strings.Contains(got, "is idle") {
 		t.Errorf("stop = %q", got)
 	}
+}
+
+// A command's output of 400 lines is uploaded into the run's thread as one file, whole.
+func longResultUploadedAsFile(t *testing.T, c Chat) {
+	c.Daemon().Script(Touch("big", speak))
+	thread := c.StartRun("touch big")
+	c.Click(Approver, thread, c.Proposal(thread, 1), bots.ActionApprove)
+	c.Wait("the output as one file", func() bool {
+		files := c.Files(thread)
+		for _, f := range files {
+			if len(files) == 1 && strings.Count(f, "\n") >= 399 {
+				return true
+			}
+		}
+		return false
+	})
 }
