@@ -45,33 +45,6 @@ func TestMentionStartsRunApprovedByClick(t *testing.T) {
 	}
 }
 
-func TestTypedApproveN(t *testing.T) {
-	e := newEnv(t)
-	for _, w := range []string{"a", "b", "c"} {
-		e.Script(reply("bots_test_touch", map[string]string{"what": w}))
-	}
-	thread := e.startRun("touch three")
-	p := e.proposal(thread, 1)
-	chattest.Drain()
-	e.slack.Say(approver, channel, "channel", thread, "y -3", false)
-	e.decided(thread, p.TS, "Approved ×3* by \\u003c@"+approver)
-	for _, w := range []string{"a", "b", "c"} {
-		select {
-		case got := <-chattest.Touched:
-			if got != w {
-				t.Errorf("touched %q, want %q", got, w)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("command %s never started", w)
-		}
-	}
-	p3 := e.proposal(thread, 3)
-	// The grant, not a policy; made here by a plain id, so its maker is a mention.
-	e.decided(thread, p3.TS, "Approved* by \\u003c@"+approver+"\\u003e's y -3 (0 of 2 left)")
-	fin := e.proposal(thread, 4)
-	button(t, fin, "approve") // asking again after the three
-}
-
 // What people write in a run's thread is remembered by its agent (kind chat): the task
 // and feedback are, a bare "y" is not.
 func TestThreadMessagesRemembered(t *testing.T) {

@@ -64,6 +64,8 @@ func redeliveredApproveNCountedOnce(t *testing.T, c Chat) {
 	y := c.Say(Approver, thread, "y -3")
 	c.Decided(thread, p1, c.Shown("Approved ×3", Approver))
 	TouchedInOrder(t, "a", "b", "c")
+	// The grant, not a policy, decided the third; made by a plain id, its maker is a mention.
+	c.Decided(thread, c.Proposal(thread, 3), c.Shown("Approved", Approver)+c.Escaped("'s y -3 (0 of 2 left)"))
 	p4 := c.Proposal(thread, 4)
 	if !c.Asks(thread, p4) {
 		t.Error("the fourth proposal does not ask")
