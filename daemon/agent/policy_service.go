@@ -234,7 +234,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req api.Poli
 		if au.Decision != nil {
 			out.Pattern = au.Decision.Pattern
 		}
-		layers, err := layersFor(l, tx, a)
+		layers, err := policy.Layers(l.policy, tx, a)
 		if err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ type commandSource interface {
 // its sandboxed commands see them (sandboxProfile); nil when none.
 func (s *policyService) DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error) {
 	return onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) (commands.PathRules, error) {
-		layers, err := layersFor(s.live(), tx, a)
+		layers, err := policy.Layers(s.live().policy, tx, a)
 		if err != nil {
 			return nil, err
 		}
