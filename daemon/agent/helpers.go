@@ -132,20 +132,8 @@ func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent)
 	if err := roomForHelper(tx, parent, key, s.maxDepth, s.maxHelpers); err != nil {
 		return err
 	}
-	helper.Name = parent.Name + "/" + key
-	if taken, err := tx.NameTaken(helper.Name); err != nil {
-		return err
-	} else if taken {
-		return fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
-	}
-	helper.Policy = helperPolicy
-	if err := tx.InsertAgent(helper); err != nil {
-		return err
-	}
-	if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
-		return err
-	}
-	if err := tx.UpdateAgent(helper); err != nil {
+	helper.Name, helper.Policy = parent.Name+"/"+key, helperPolicy
+	if err := insertAgent(tx, helper, fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)); err != nil {
 		return err
 	}
 	if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {

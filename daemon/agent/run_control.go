@@ -153,18 +153,17 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 		if err != nil {
 			return err
 		}
-		withdraw := cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}
-		if p != nil && p.Status == api.ProposalStarted && p.Command == commands.AskUser {
-			if _, _, err := transit(tx, a, p, withdraw); err != nil {
-				return err
+		if p != nil && p.Status == api.ProposalStarted {
+			// A question, or a proposal waiting for a helper, has no execution to cancel:
+			// withdraw it (the helper is stopped once this run's end is recorded).
+			withdraw := p.Command == commands.AskUser
+			if !withdraw {
+				if withdraw, err = tx.DeleteWait(p.ID); err != nil {
+					return err
+				}
 			}
-		} else if p != nil && p.Status == api.ProposalStarted {
-			// A proposal waiting for a helper has no execution to cancel: withdraw it
-			// (the helper is stopped once this run's end is recorded).
-			if waiting, err := tx.DeleteWait(p.ID); err != nil {
-				return err
-			} else if waiting {
-				if _, _, err := transit(tx, a, p, withdraw); err != nil {
+			if withdraw {
+				if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}); err != nil {
 					return err
 				}
 			}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -55,21 +56,8 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 	}
 	var out *api.Agent
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		if taken, err := tx.NameTaken(a.Name); err != nil {
+		if err := insertAgent(tx, a, conflict("an agent named %q exists already: pick another name", a.Name)); err != nil {
 			return err
-		} else if taken {
-			return conflict("an agent named %q exists already: pick another name", a.Name)
-		}
-		if err := tx.InsertAgent(a); err != nil {
-			return err
-		}
-		if start { // the new agent's first run
-			if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-				return err
-			}
-			if err := tx.UpdateAgent(a); err != nil {
-				return err
-			}
 		}
 		if opt != nil {
 			if err := s.applyRunOptions(tx, a, opt, pats); err != nil {
@@ -104,6 +92,21 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		s.host.kick(a.ID)
 	}
 	return out, nil
+}
+
+// insertAgent stores a, a new agent, and starts its first run when it has one (a.RunID
+// set); taken is the error for a name another agent has.
+func insertAgent(tx *store.Tx, a *store.Agent, taken error) error {
+	if ok, err := tx.NameTaken(a.Name); err != nil || ok {
+		return cmp.Or(err, taken)
+	}
+	if err := tx.InsertAgent(a); err != nil || a.RunID == "" {
+		return err
+	}
+	if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+		return err
+	}
+	return tx.UpdateAgent(a)
 }
 
 // newAgentRecord is the agent req asks for, not yet stored, with the commands cmds and
