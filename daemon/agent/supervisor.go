@@ -323,7 +323,7 @@ func (s *Supervisor) runner(id string) *runner {
 func runnerLocked(s *Supervisor, id string) *runner {
 	r := s.runners[id]
 	if r == nil {
-		r = newRunner(s, id)
+		r = &runner{s: s, id: id, wake: make(chan struct{}, 1)}
 		s.runners[id] = r
 	}
 	return r
