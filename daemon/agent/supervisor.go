@@ -181,9 +181,6 @@ func (s *Supervisor) dropRunner(id string) {
 	s.mu.Unlock()
 }
 
-// Events returns the event broker (the bots subscribe through it).
-func (s *Supervisor) Events() *run.Broker { return s.events }
-
 // Start recovers from a crash (proposals found started are marked interrupted, or re-run
 // when idempotent), probes the model in the background and resumes every active agent.
 // Agents run until ctx ends; Wait waits for them.
