@@ -305,6 +305,16 @@ func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options)
 	return s.task(ctx, ref, task, &opt, true)
 }
 
+// CreateAgent creates an agent from a task (the model writes its profile on its first step)
+// or from a name, description and goals, and starts its run.
+func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
+	opt, err := requestOptions(req.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return s.createAgent(ctx, req, opt, false)
+}
+
 // CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
 // start a run (a task or goals, Start not false).
 func (s *runs) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error) {

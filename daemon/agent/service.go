@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,16 +15,6 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/randid"
 )
-
-// CreateAgent creates an agent from a task (the model writes its profile on its first step)
-// or from a name, description and goals, and starts its run.
-func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
-	opt, err := requestOptions(req.Budget)
-	if err != nil {
-		return nil, err
-	}
-	return s.createAgent(ctx, req, opt, false)
-}
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
 // batch marks the run's model calls as batch work (priority.go).
@@ -92,21 +81,6 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		s.host.kick(a.ID)
 	}
 	return out, nil
-}
-
-// insertAgent stores a, a new agent, and starts its first run when it has one (a.RunID
-// set); taken is the error for a name another agent has.
-func insertAgent(tx *store.Tx, a *store.Agent, taken error) error {
-	if ok, err := tx.NameTaken(a.Name); err != nil || ok {
-		return cmp.Or(err, taken)
-	}
-	if err := tx.InsertAgent(a); err != nil || a.RunID == "" {
-		return err
-	}
-	if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-		return err
-	}
-	return tx.UpdateAgent(a)
 }
 
 // newAgentRecord is the agent req asks for, not yet stored, with the commands cmds and
