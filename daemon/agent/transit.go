@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -240,6 +241,21 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	a.RunID, a.Task, a.Step, a.Strikes = randid.ID("r-"), task, 0, 0
 	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
 	return err
+}
+
+// insertAgent stores a, a new agent, and starts its first run when it has one (a.RunID
+// set); taken is the error for a name another agent has.
+func insertAgent(tx *store.Tx, a *store.Agent, taken error) error {
+	if ok, err := tx.NameTaken(a.Name); err != nil || ok {
+		return cmp.Or(err, taken)
+	}
+	if err := tx.InsertAgent(a); err != nil || a.RunID == "" {
+		return err
+	}
+	if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+		return err
+	}
+	return tx.UpdateAgent(a)
 }
 
 // created shows a, stored in tx (and its first run started), to its followers once tx
