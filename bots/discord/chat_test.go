@@ -3,6 +3,7 @@ package discord
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
 	wrap, held, handled := chattest.Held()
-	e := &env{Daemon: chattest.Daemon{Wrap: wrap}}
+	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
 	e.WithTeams(t, map[string]string{})
 	return discordChat{newEnvWith(t, e), held, handled}
 }
@@ -30,7 +31,8 @@ type discordChat struct {
 	handled *chattest.HandledRelay
 }
 
-var discordUsers = map[chattest.User]fakediscord.User{chattest.Approver: uAlice, chattest.GroupApprover: uCarol, chattest.Stranger: uBob}
+var discordUsers = map[chattest.User]fakediscord.User{chattest.Approver: uAlice, chattest.GroupApprover: uCarol, chattest.Stranger: uBob,
+	chattest.OtherBot: uRobot}
 
 func (c discordChat) Daemon() *chattest.Daemon      { return &c.env.Daemon }
 func (c discordChat) Platform() string              { return Platform }
@@ -124,7 +126,41 @@ func (c discordChat) Text(_ string, m chattest.Msg) string {
 	checkContent(c.t, content)
 	return content
 }
-func (c discordChat) Code(text string) string { return codeBlock(text) }
+func (c discordChat) Code(text string) string    { return codeBlock(text) }
+func (c discordChat) Escaped(text string) string { return Escape(text) }
+
+func (c discordChat) Cut(_ string, m chattest.Msg) string {
+	c.t.Helper()
+	shown := m.Raw.(fakediscord.Message)
+	// A decided message names its decider by a mention that pings nobody.
+	content := shown.Content
+	for _, u := range discordUsers {
+		content = strings.ReplaceAll(content, " by <@"+u.ID+">", " by")
+	}
+	checkContent(c.t, content)
+	if len(shown.Mentions) != 0 {
+		c.t.Errorf("the cut message pinged %v", shown.Mentions)
+	}
+	if !strings.Contains(shown.Content, "truncated — full text attached as message.txt") || len(shown.Attachments) != 1 {
+		c.t.Errorf("the cut message does not say so, or has no file (%d):\n%s", len(shown.Attachments), shown.Content)
+	}
+	if !strings.Contains(shown.Content, Escape("more bytes)")) && !strings.Contains(shown.Content, "truncated") {
+		c.t.Errorf("the arguments were cut without a word:\n%s", shown.Content)
+	}
+	return shown.Content
+}
+
+// Refused is each call the fake refused; a GET of a message id as a channel is how the
+// bot tells threads apart, so refused GETs are not counted.
+func (c discordChat) Refused() []string {
+	var out []string
+	for _, call := range c.fake.Calls() {
+		if call.Method != "GET" && call.Status >= 400 {
+			out = append(out, fmt.Sprintf("%s %s: %d (code %d)", call.Method, call.Path, call.Status, call.Code))
+		}
+	}
+	return out
+}
 
 func (c discordChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()

@@ -2,76 +2,17 @@ package discord
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
-	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // The chat decision path end to end on Discord: the real relay, supervisor and discordgo against the
 // strict fake. Two cases live elsewhere: /agent run under a 429 is
 // TestRunAckedInTimeWhilePostsAreRateLimited, and a decision in a thread the fake
 // archived is TestDecisionLandsInArchivedThread (both assert the ack and the buttons).
-
-// A proposal of 10,000 characters full of & < > and backticks: every post is taken by
-// the strict fake, the message says what it cut, and the full arguments are uploaded.
-func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Commands: []string{"bots_test_echo"}}})
-	args := map[string]string{}
-	for i, n := range chattest.EchoParams {
-		args[n] = chattest.HostileArg(i)
-	}
-	speak := strings.Repeat("&<>`*_ ```", 200) // the relay shows 600 bytes of it; escaped, over Discord's limit
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "r", "self_criticism": "s", "plan": "- echo", "speak": speak},
-		"command":  map[string]any{"name": "bots_test_echo", "args": args},
-	})
-	e.Script(string(b))
-	thread := e.startRun("echo it")
-	p := e.proposal(thread, 1)
-	checkContent(t, p.Content)
-	if !strings.Contains(p.Content, "truncated — full text attached as message.txt") || len(p.Attachments) != 1 {
-		t.Errorf("the cut proposal does not say so, or has no file (%d):\n%s", len(p.Attachments), p.Content)
-	}
-	if !strings.Contains(p.Content, Escape("more bytes)")) && !strings.Contains(p.Content, "truncated") {
-		t.Errorf("the arguments were cut without a word:\n%s", p.Content)
-	}
-	if !strings.Contains(p.Content, Escape("Full arguments (")) {
-		t.Errorf("the proposal does not say its arguments are attached:\n%s", p.Content)
-	}
-	var upload fakediscord.Attachment
-	e.wait("the arguments uploaded", func() bool {
-		for _, m := range e.fake.Messages(thread) {
-			for _, a := range m.Attachments {
-				if a.Filename == "step-1-bots_test_echo-args.json" {
-					upload = a
-					return true
-				}
-			}
-		}
-		return false
-	})
-	var got map[string]string
-	if err := json.Unmarshal(upload.Data, &got); err != nil {
-		t.Fatalf("the uploaded arguments: %v", err)
-	}
-	for n, want := range args {
-		if got[n] != want {
-			t.Errorf("argument %s uploaded with %d of its %d characters", n, len(got[n]), len(want))
-		}
-	}
-	e.click(uAlice, thread, p, ActionApprove)
-	e.decided(p.ID, "Approved** by")
-	e.wait("the result", func() bool { return hasText(e.fake.Messages(thread), "echoed") })
-	for _, c := range e.fake.Calls() {
-		if c.Method != "GET" && c.Status >= 400 { // a GET of a message id as a channel is how the bot tells threads apart
-			t.Errorf("the fake refused %s %s: %d (code %d)", c.Method, c.Path, c.Status, c.Code)
-		}
-	}
-}
 
 // TestLockedThreadContinuationSurvivesRestart: a run whose thread is locked
 // goes on in a new thread; after the daemon restarts, a reply there still decides, and

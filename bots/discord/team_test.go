@@ -61,59 +61,6 @@ func (e *env) roleProposal(thread, role string, step int) fakediscord.Message {
 	return p
 }
 
-// TestTeamRunInThread: /agent team file task starts a team run in a new thread; each
-// role's turn is posted labelled with its role; the programmer's proposals are posted
-// there, sent back with feedback through the dialog, then approved by a click, both
-// named by custom_ids that carry the proposal alone (the relay finds the role agent
-// through the team's thread); the phase's end and the run's end are posted with their
-// reasons.
-func TestTeamRunInThread(t *testing.T) {
-	e := newTeamEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}),
-		reply("bots_test_touch", map[string]string{"what": "roof"}),
-		reply("finish", map[string]string{"reason": "<INFO> touched the roof"}))
-	in := e.teamCommand(uAlice, "file=build", "task=say hi")
-	e.wait("the answer", func() bool { return e.original(in, "Started team run t-") })
-	thread := e.teamThread("build")
-	e.wait("the CEO's turn", func() bool { return hasText(e.fake.Messages(thread), "**\\[ceo\\]** Instruction: touch the page.") })
-
-	p := e.roleProposal(thread, "programmer", 1)
-	if !strings.Contains(p.Content, `bots\_test\_touch`) {
-		t.Fatalf("role's proposal = %q", p.Content)
-	}
-	opened := e.click(uAlice, thread, p, ActionFeedback)
-	e.wait("the feedback dialog", func() bool { return e.fake.InteractionResponse(opened.ID).Type == 9 })
-	if _, err := e.fake.SubmitModal(opened, uAlice, map[string]string{feedbackInputID: "the roof, not the page"}); err != nil {
-		t.Fatal(err)
-	}
-	e.decided(p.ID, "Feedback** by <@"+uAlice.ID+">: the roof, not the page")
-	e.modelSaw("the roof, not the page")
-
-	p = e.roleProposal(thread, "programmer", 2)
-	// bob is no approver: his click changes nothing.
-	bob := e.click(uBob, thread, p, ActionApprove)
-	e.wait("bob's refusal", func() bool {
-		notes := e.ephemerals(bob)
-		return len(notes) == 1 && strings.Contains(notes[0], "not an approver")
-	})
-	e.click(uCarol, thread, p, ActionApprove)
-	e.decided(p.ID, "Approved** by <@"+uCarol.ID+">")
-	e.wait("the run's end", func() bool {
-		return hasText(e.fake.Messages(thread), "state build has no next state")
-	})
-	ms := e.fake.Messages(thread)
-	// Discord's markdown escapes _, (, ), [, ] and >.
-	for _, want := range []string{`bots\_test\_touch** succeeded`, "touched roof", `**\[programmer\]** <INFO\> touched the roof`,
-		"**📌 code concluded → code:** touched the roof", `**⏹ Phase code ended \(info\):** programmer concluded`, "**🏁 Team run finished:**"} {
-		if !hasText(ms, want) {
-			t.Errorf("the thread has no %q:\n%s", want, strings.Join(contentsOf(ms), "\n"))
-		}
-	}
-	if hasText(ms, "was removed") || hasText(ms, "touched page") || countText(ms, "Instruction: touch the page.") != 1 || countText(ms, "Step 2: ") != 1 {
-		t.Errorf("thread:\n%s", strings.Join(contentsOf(ms), "\n"))
-	}
-}
-
 // TestTeamStopTakesNoFileOrTaskAndPingsNobody: /agent team stop:ID with a file or a task
 // too is refused in the answer that replaces the deferred "thinking…" and stops nothing;
 // the end a stop posts names who stopped it without pinging them. (What a stop does on

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
 	wrap, held, handled := chattest.Held()
-	e := &env{Daemon: chattest.Daemon{Wrap: wrap}}
+	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
 	e.WithTeams(t, map[string]string{})
 	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}}
 }
@@ -34,7 +35,8 @@ type slackChat struct {
 	sent    map[string]string // message ts → its envelope, to deliver again
 }
 
-var slackUsers = map[chattest.User]string{chattest.Approver: approver, chattest.GroupApprover: member, chattest.Stranger: stranger}
+var slackUsers = map[chattest.User]string{chattest.Approver: approver, chattest.GroupApprover: member, chattest.Stranger: stranger,
+	chattest.OtherBot: "UOTHERBOT"}
 
 func (c *slackChat) Daemon() *chattest.Daemon      { return &c.env.Daemon }
 func (c *slackChat) Platform() string              { return "slack" }
@@ -69,7 +71,21 @@ func (c *slackChat) Text(thread string, m chattest.Msg) string {
 	checkFitted(c.t, blocksOf(c.t, shown), false)
 	return sectionTexts(c.t, shown)
 }
-func (c *slackChat) Code(text string) string { return escapeCode(text) }
+func (c *slackChat) Code(text string) string    { return escapeCode(text) }
+func (c *slackChat) Escaped(text string) string { return escape(text) }
+
+func (c *slackChat) Cut(thread string, m chattest.Msg) string {
+	c.t.Helper()
+	shown := m.Raw.(fakeslack.Message)
+	checkFitted(c.t, blocksOf(c.t, shown), true)
+	return sectionTexts(c.t, shown)
+}
+
+// Refused is what the fake answered a post with instead of taking it, and any error
+// the bot logged.
+func (c *slackChat) Refused() []string {
+	return regexp.MustCompile(`msg_too_long|invalid_blocks|msg_blocks_too_long|level=ERROR`).FindAllString(c.Logs.String(), -1)
+}
 
 func (c *slackChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()
@@ -126,7 +142,7 @@ func (c *slackChat) Feedback(u chattest.User, thread string, m chattest.Msg, tex
 }
 
 func (c *slackChat) Say(u chattest.User, thread, text string) string {
-	env, ts := c.slack.Say(slackUsers[u], channel, "channel", thread, text, false)
+	env, ts := c.slack.Say(slackUsers[u], channel, "channel", thread, text, u == chattest.OtherBot)
 	c.mu.Lock()
 	c.sent[ts] = env
 	c.mu.Unlock()

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -97,54 +96,6 @@ func shownBlocks(t testing.TB, js []byte) []shownBlock {
 		}
 	}
 	return out
-}
-
-// A proposal of 10,000 characters full of & < > and backticks: every post is taken by
-// the strict fake, the message says it was truncated, the full text and the full
-// arguments are uploaded.
-func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Commands: []string{"bots_test_echo"}}})
-	args := map[string]string{}
-	for i, n := range chattest.EchoParams {
-		args[n] = chattest.HostileArg(i)
-	}
-	e.Script(reply("bots_test_echo", args))
-	thread := e.startRun("echo it")
-	p := e.proposal(thread, 1)
-	checkFitted(t, blocksOf(t, p), true)
-	if text := sectionTexts(t, p); !strings.Contains(text, "Full arguments (") {
-		t.Errorf("the proposal does not say its arguments are attached:\n%s", text)
-	}
-	var upload fakeslack.File
-	e.wait("the full text and the arguments uploaded", func(v fakeslack.View) bool {
-		full := false
-		for _, f := range v.Files() {
-			if f.ThreadTS != thread {
-				continue
-			}
-			full = full || strings.Contains(f.Content, "I will bots_test_echo <now> & then")
-			if f.Name == "step-1-bots_test_echo-args.json" {
-				upload = f
-			}
-		}
-		return full && upload.Name != ""
-	})
-	var got map[string]string
-	if err := json.Unmarshal([]byte(upload.Content), &got); err != nil {
-		t.Fatalf("the uploaded arguments: %v", err)
-	}
-	for n, want := range args {
-		if got[n] != want {
-			t.Errorf("argument %s uploaded with %d of its %d characters", n, len(got[n]), len(want))
-		}
-	}
-	e.click(approver, thread, p, "approve")
-	d := e.decided(thread, p.TS, "Approved* by")
-	checkFitted(t, blocksOf(t, d), true)
-	e.wait("the result", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "echoed") })
-	if bad := regexp.MustCompile(`msg_too_long|invalid_blocks|msg_blocks_too_long|level=ERROR`).FindString(e.Logs.String()); bad != "" {
-		t.Errorf("the fake refused a post (%s):\n%s", bad, e.Logs.String())
-	}
 }
 
 // A reply also sent to the channel (subtype thread_broadcast) is a reply in its thread

@@ -34,46 +34,6 @@ func (e *env) teamThread(workflow string) string {
 	return ts
 }
 
-// TestTeamRunInThread: /agent team NAME TASK starts a team run in a new thread; each
-// role's turn is posted labelled with its role, the programmer's proposal is posted
-// there labelled [programmer] and approved by a click, and the phase's end and the
-// run's end are posted with their reasons. Role agents leave no removal note.
-func TestTeamRunInThread(t *testing.T) {
-	e := newTeamEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}),
-		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
-	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi")); !strings.Contains(got, "Started team run t-") {
-		t.Fatalf("/agent team = %q", got)
-	}
-	thread := e.teamThread("build")
-	e.wait("the CEO's turn", func(v fakeslack.View) bool {
-		return hasText(v.Messages(channel, thread), "[ceo] Instruction: touch the page.")
-	})
-	if runs, _ := e.Eng.Teams(t.Context()); len(runs) != 1 || !hasText(e.messagesIn(thread), "Stop it with /agent team stop "+runs[0].ID) {
-		t.Errorf("the team's first note does not say how to stop it:\n%s", texts(e.messagesIn(thread)))
-	}
-	p := e.roleProposal(thread, "programmer", 1)
-	if !strings.HasPrefix(p.Text, "[programmer] Step 1:") || !strings.Contains(p.Text, "bots_test_touch") {
-		t.Fatalf("role's proposal = %q", p.Text)
-	}
-	e.click(approver, thread, p, "approve")
-	e.decided(thread, p.TS, "Approved* by")
-	e.wait("the run's end", func(v fakeslack.View) bool {
-		return hasText(v.Messages(channel, thread), "Team run finished: state build has no next state")
-	})
-	ms := e.messagesIn(thread)
-	// Slack's text escapes < and >.
-	for _, want := range []string{"[programmer] bots_test_touch succeeded", "touched page", "[programmer] &lt;INFO&gt; touched the page",
-		"code concluded → code: touched the page", "Phase code ended (info): programmer concluded with &lt;INFO&gt;"} {
-		if !hasText(ms, want) {
-			t.Errorf("the thread has no %q:\n%s", want, texts(ms))
-		}
-	}
-	if hasText(ms, "was removed") || strings.Count(texts(ms), "[ceo] Instruction") != 1 {
-		t.Errorf("thread:\n%s", texts(ms))
-	}
-}
-
 // TestTeamCommandRefusals: a stranger may not start a team; a bad FILE gets a clear
 // error and no thread, a stop without a known id its usage or a refusal; /agent team
 // alone lists the workflows. (A file outside the teams directory is the

@@ -98,6 +98,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 		defer closeAll(v.src)
 		if prof.Bounded { // git runs no program the repository names
 			v.git = e.box.gitFor()
+			v.git.held = v.heldConfigs(ws)
 		}
 		dir = "/" // bwrap binds the workspace by descriptor; its path is not walked again
 	}

@@ -1,12 +1,15 @@
 package shell
 
 import (
+	"cmp"
 	_ "embed"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentd/agentd/api"
 )
 
 // gitBoundScript is the body of the git a bounded run's programs find in place of the
@@ -26,6 +29,8 @@ const realGitAt = "/agentd-git/git"
 type boundGit struct {
 	real string
 	over []string
+	// held is the script's function held, set per run: heldConfigs.
+	held string
 }
 
 // findGit finds the host's git and where the sandbox must show the script instead.
@@ -48,7 +53,30 @@ func findGit() boundGit {
 // script is the script's text for a run that may (write) or may not write the workspace.
 func (g boundGit) script(write bool) []byte {
 	return []byte("#!/bin/sh\nreal=" + realGitAt + " write=" + strconv.FormatBool(write) + "\n" +
-		allowedKeys(boundedGitKeys) + gitBoundScript)
+		allowedKeys(boundedGitKeys) + cmp.Or(g.held, "held() { return 1; }\n") + gitBoundScript)
+}
+
+// heldConfigs is the script's function held FILE, for a run as v shows it: whether FILE
+// is a git config file that neither the run's programs nor a helper's, running meanwhile,
+// can change, as the sandbox shows it: the local and worktree config of each repository
+// prepare protected (bound read-only, each folder leading to them pinned, so their paths
+// name those files for the whole run) that has no other name to write it by, and in a
+// read-only run every file of the workspace but the helpers' folder, which their own
+// runs write.
+func (v view) heldConfigs(workspace string) string {
+	in := func(p string) string { return api.QuoteWord(v.inside(workspace, p)) }
+	pats := []string{}
+	for _, p := range v.configs {
+		pats = append(pats, in(p))
+	}
+	if v.readOnly {
+		pats = append(pats, in(workspace)+"/*")
+	}
+	if len(pats) == 0 {
+		return ""
+	}
+	return "held() {\n\tcase $1 in " + in(filepath.Join(workspace, helpersDir)) + "/*) return 1 ;; " +
+		strings.Join(pats, " | ") + ") ;; *) return 1 ;; esac\n}\n"
 }
 
 // allowedKeys is the script's function allowed KEY: whether KEY matches one of patterns.

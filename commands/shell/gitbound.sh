@@ -18,14 +18,15 @@
 # Rebase, am, cherry-pick and revert refuse a repository stopped in one of them, in every
 # run: its state files (a rebase's todo list) name commands --continue runs.
 #
-# git reads the config again after this checked it. No process of a run can write the
-# config of a repository the sandbox protects (read-only binds); one it does not (deeper,
-# in /tmp) the other side of a pipe can change in between, within the same sandbox.
+# git reads the config again after this checked it, so this takes only a repository whose
+# config no process of the run can change in between (the other side of a pipe, tee -a
+# .git/config): a file the sandbox holds read-only (held, above), and names that
+# repository to git, so that a .git made nearer meanwhile is not the one it finds.
 refuse_help() {
 	echo "agentd: a bounded git shows no manual page: git would run the viewer the repository's config names (man.viewer, help.browser). Use git COMMAND -h, or approve the command yourself (y)." >&2
 	exit 128
 }
-k=0 value=
+k=0 value= named= sub=
 for a; do
 	if [ -n "$value" ]; then
 		value= k=$((k + 1))
@@ -36,10 +37,15 @@ for a; do
 		echo "agentd: a bounded git takes no $a: settings given on its command line would outrank the ones that keep the repository's programs from running. Approve the command yourself (y)." >&2
 		exit 128
 		;;
-	-C | --git-dir | --work-tree | --namespace | --super-prefix) value=1 ;;
+	--git-dir) named=$a value=1 ;;
+	--git-dir=* | --bare) named=$a ;;
+	-C | --work-tree | --namespace | --super-prefix) value=1 ;;
 	--help) refuse_help ;;
 	-*) ;;
-	*) break ;;
+	*)
+		sub=$a
+		break
+		;;
 	esac
 	k=$((k + 1))
 done
@@ -99,6 +105,63 @@ if tool "$@"; then
 	exit 128
 fi
 
+# The repository git works in is the one found here, named to it (GIT_DIR, GIT_COMMON_DIR,
+# GIT_WORK_TREE), and taken only when its config is a file this run cannot change (fixed):
+# a .git a pipe's other side makes nearer, or a line added to the config, after this
+# checked it cannot change what git reads. init and clone, which make a repository, read
+# none's config; outside any repository git finds none (GIT_DIR=/dev/null).
+export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+
+# fixed FILE: whether FILE is one the sandbox holds read-only (held, above), named plainly
+# (no link in its folders, no . or ..) and no link itself, so that it is that file until
+# the run ends.
+fixed() {
+	case $1 in *//* | */./* | */../* | */. | */..) return 1 ;; esac
+	[ ! -L "$1" ] && [ "$(cd "${1%/*}" 2>/dev/null && pwd -P)" = "${1%/*}" ] && held "$1"
+}
+refuse_changeable() {
+	echo "agentd: refused: a bounded git reads only a repository whose config this command cannot change, and it could change $1 (one it made, copied or moved, one in /tmp or in a helper's folder, one deeper than the workspace and two levels down, or a config with another name, a hard link). Run git in a repository that was in the workspace before this command began (the rest as a command of its own), or approve this command yourself (y)." >&2
+	exit 128
+}
+case $sub in
+init | clone) ;;
+*)
+	# The top of the work tree last: outside one (a bare repository named) git says false,
+	# then fails at it.
+	repo=$(here 6 rev-parse --path-format=absolute --absolute-git-dir --git-common-dir --is-inside-work-tree --show-toplevel "$@" 2>/dev/null)
+	ok=$?
+	{
+		IFS= read -r gitdir
+		IFS= read -r common
+		IFS= read -r inside
+		IFS= read -r top
+	} <<REPO
+$repo
+REPO
+	if [ "$ok" = 0 ] || [ "$inside" = false ]; then
+		fixed "$common/config" || refuse_changeable "$common/config"
+		if [ "$ok" = 0 ]; then
+			export GIT_WORK_TREE="$top"
+		fi
+		export GIT_DIR="$gitdir" GIT_COMMON_DIR="$common"
+	else
+		why=$(here 2 rev-parse --git-dir "$@" 2>&1 >/dev/null)
+		case $why in
+		"fatal: not a git repository"*) ;;
+		*) # git's own word on why it takes none (a bare repository found, not named)
+			echo "$why" >&2
+			exit 128
+			;;
+		esac
+		if [ -n "$named" ]; then
+			echo "agentd: refused: $named names no git repository, and a bounded git does not take one that may become one while it runs. Name a repository that was in the workspace before this command began, or approve this command yourself (y)." >&2
+			exit 128
+		fi
+		export GIT_DIR=/dev/null
+	fi
+	;;
+esac
+
 # The repository's config (local, worktree) is taken only when each key it sets is one of
 # boundedGitKeys (allowed, above), which name no program: no list of the keys that do is
 # needed, and a newer git's new one is refused. Those that do are neutralised still, a
@@ -125,6 +188,10 @@ while IFS= read -r line; do
 		exit 128
 	fi
 	case $key in
+	extensions.worktreeconfig) # git reads the worktree's config too
+		[ -z "$named" ] || refuse_changeable "the worktree config of the repository $named names"
+		fixed "$GIT_DIR/config.worktree" || refuse_changeable "$GIT_DIR/config.worktree"
+		;;
 	filter.*) # no filter: the content as it is
 		set_key "${key%.*}.clean" ""
 		set_key "${key%.*}.smudge" ""

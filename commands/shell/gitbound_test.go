@@ -260,9 +260,9 @@ func TestBoundedGitRunsNoAlias(t *testing.T) {
 // TestBoundedGitRefusesAStoppedRebaseInEveryProfile: a bounded git rebase refuses a
 // repository stopped in an interactive rebase (which the agent can write like any
 // workspace file), whose todo list's exec line git rebase --continue would run, and names
-// the fix; it does not run the line — in a +write run, and in a read-only one too, where
-// a copy of the repository in /tmp would go on. A repository in no such state still
-// rebases.
+// the fix; it does not run the line — in a +write run, and in a read-only one too; a copy
+// of the repository in /tmp, whose config the run can change, is refused before that. A
+// repository in no such state still rebases.
 func TestBoundedGitRefusesAStoppedRebaseInEveryProfile(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 	ws := workspace(t)
@@ -278,21 +278,23 @@ func TestBoundedGitRefusesAStoppedRebaseInEveryProfile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(proj, ".git", "rebase-merge", "git-rebase-todo")); err != nil {
 		t.Fatalf("no stopped rebase: %v\n%s", err, out)
 	}
+	stopped := []string{"stopped in a rebase", "git rebase --abort"}
 	for _, tt := range []struct {
 		write bool
 		line  string
+		want  []string
 	}{
-		{true, "cd proj && git rebase --continue"},
-		{true, "git -C proj --no-pager rebase --skip"},
-		{false, "cd proj && git rebase --continue"},
-		{false, "cp -r proj /tmp/p && cd /tmp/p && git rebase --continue"},
+		{true, "cd proj && git rebase --continue", stopped},
+		{true, "git -C proj --no-pager rebase --skip", stopped},
+		{false, "cd proj && git rebase --continue", stopped},
+		{false, "cp -r proj /tmp/p && cd /tmp/p && git rebase --continue", []string{"config this command cannot change"}},
 	} {
 		got, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: tt.write}, tt.line)
 		_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
 		if strings.Contains(got, "AGENT-CODE-RAN") || wrote == nil {
 			t.Fatalf("%s (+write %v): the bounded run ran the exec line of the repository's rebase todo (planted.txt written: %v):\n%s %v", tt.line, tt.write, wrote == nil, got, err)
 		}
-		testutil.CheckContains(t, tt.line, got, []string{"stopped in a rebase", "git rebase --abort"}, nil)
+		testutil.CheckContains(t, tt.line, got, tt.want, nil)
 	}
 	if out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: true}, "cd clean && git rebase -q other && git log --oneline | wc -l"); err != nil || !strings.Contains(out, "4") {
 		t.Fatalf("a bounded +write git rebase with no stopped state did not rebase:\n%s %v", out, err)

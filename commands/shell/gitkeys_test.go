@@ -26,7 +26,8 @@ func allowEveryKey(t *testing.T) {
 // fix, before git runs — a key this git does not know yet (a newer git's
 // gc.recentObjectsHook), a trailer command git interpret-trailers runs in a read-only run,
 // an alias, a driver in the worktree config — and takes a repository set up as git init
-// and git remote add leave it; a remote's ext:: address it takes is kept off by
+// and git remote add leave it (set up before the run: one the run makes, whose config it
+// can change, is refused); a remote's ext:: address it takes is kept off by
 // GIT_ALLOW_PROTOCOL.
 func TestBoundedGitTakesOnlyKeysThatNameNoProgram(t *testing.T) {
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
@@ -46,8 +47,8 @@ func TestBoundedGitTakesOnlyKeysThatNameNoProgram(t *testing.T) {
 			false, "cd proj && git status --short", "sets alias.st, which", "local"},
 		{"driver_in_worktree_config", "config.worktree", "[filter \"x\"]\n\tclean = " + planted + "\n",
 			false, "cd proj && git status --short", "sets filter.x.clean, which", "worktree"},
-		{"repository_git_init_and_remote_add_write", "config", "",
-			true, "git init -q n && cd n && git remote add o https://example.invalid/x && git status --short && echo TAKEN", "TAKEN", ""},
+		{"repository_git_init_and_remote_add", "config", "[remote \"o\"]\n\turl = https://example.invalid/x\n\tfetch = +refs/heads/*:refs/remotes/o/*\n",
+			false, "cd proj && git status --short && echo TAKEN", "TAKEN", ""},
 		{"remote_ext_address", "config", "[remote \"ext\"]\n\turl = \"ext::sh -c touch% ../planted.txt\"\n",
 			false, "cd proj && git fetch ext", "transport 'ext' not allowed", ""},
 	}

@@ -15,8 +15,9 @@ import (
 
 // binds are the workspace paths a run binds over the workspace, absolute: pin are
 // folders bound onto themselves read-write, so that they cannot be renamed or removed
-// inside (a mount point cannot be), and ro are bound read-only.
-type binds struct{ pin, ro []string }
+// inside (a mount point cannot be), and ro are bound read-only. configs are the git
+// config files of ro that no other name (a hard link) lets a program change.
+type binds struct{ pin, ro, configs []string }
 
 // repoDepth is how deep under the workspace repositories are looked for: the workspace
 // itself and two levels down. maxRepos bounds the work on a workspace full of them.
@@ -49,6 +50,9 @@ func (s *sandbox) prepare(root *os.Root) (binds, error) {
 	}
 	for i, p := range b.ro {
 		b.ro[i] = filepath.Join(ws, p)
+	}
+	for i, p := range b.configs {
+		b.configs[i] = filepath.Join(ws, p)
 	}
 	return b, nil
 }
@@ -214,6 +218,9 @@ func protectGit(root *os.Root, b *binds, git string) {
 		fi, err := root.Lstat(p)
 		if err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 			b.ro = append(b.ro, p)
+		}
+		if err == nil && name != "hooks" && fi.Mode().IsRegular() && linkCount(fi) == 1 {
+			b.configs = append(b.configs, p)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 		b.Fatal(err)
 	}
 	defer func() { cancel(); x.sup.Wait() }()
-	events, unsub := x.sup.Events().Subscribe("", 0)
+	events, unsub := x.sup.events.Subscribe("", 0)
 	defer unsub()
 	x.events = events
 	if !testutil.Wait(30*time.Second, func() bool { return x.sup.model.info() != nil }) {

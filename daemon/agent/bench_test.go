@@ -83,12 +83,12 @@ func BenchmarkStepOverhead(b *testing.B) {
 
 func benchStepOverhead(b *testing.B, episodes, memories int) {
 	sup, a, rec, cmds := newOverheadSupervisor(b, episodes, memories)
-	events, unsub := sup.Events().Subscribe(a.ID, 0)
+	events, unsub := sup.events.Subscribe(a.ID, 0)
 	defer unsub()
 	// Two more subscribers encode every event, as followers on the local API do.
 	var dropped atomic.Bool
 	for range 2 {
-		ch, stop := sup.Events().Subscribe("", 0)
+		ch, stop := sup.events.Subscribe("", 0)
 		defer stop()
 		go drainJSON(ch, &dropped)
 	}
@@ -364,7 +364,7 @@ func BenchmarkPromptSize(b *testing.B) {
 	for _, step := range []int{5, 50, 200, 1000} {
 		b.Run(fmt.Sprintf("step=%d", step), func(b *testing.B) {
 			sup, a, rec, _ := newOverheadSupervisor(b, step-1, 10_000)
-			events, unsub := sup.Events().Subscribe(a.ID, 0)
+			events, unsub := sup.events.Subscribe(a.ID, 0)
 			defer unsub()
 			ctx, cancel := context.WithCancel(context.Background())
 			if err := sup.Start(ctx); err != nil {

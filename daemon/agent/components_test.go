@@ -33,7 +33,7 @@ func (explodingComponent) AfterExecute(context.Context, *commands.Step, *command
 
 func TestPanickingComponentIsSkipped(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{explodingComponent{}} })
-	events, unsub := h.sup.Events().Subscribe("", 0)
+	events, unsub := h.sup.events.Subscribe("", 0)
 	defer unsub()
 	a, p := h.proposed(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
@@ -103,7 +103,7 @@ func (failingCommands) Commands(context.Context, *commands.Step) ([]commands.Com
 func TestComponentFailureInsideATransactionIsShownOnceItEnds(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{failingCommands{}} })
 	a := h.create(api.CreateAgentRequest{Name: "idle-one"}) // no task: no loop asks the components meanwhile
-	events, unsub := h.sup.Events().Subscribe(a.ID, 0)
+	events, unsub := h.sup.events.Subscribe(a.ID, 0)
 	defer unsub()
 	for len(events) > 0 {
 		<-events
@@ -160,7 +160,7 @@ func TestComponentFailureWithNoStoredAgentIsShownByDoctor(t *testing.T) {
 func TestComponentFailureInARolledBackTransactionIsShownByDoctor(t *testing.T) {
 	h := newHarness(t)
 	a := h.create(api.CreateAgentRequest{Name: "idle-one"})
-	events, unsub := h.sup.Events().Subscribe(a.ID, 0)
+	events, unsub := h.sup.events.Subscribe(a.ID, 0)
 	defer unsub()
 	for len(events) > 0 {
 		<-events

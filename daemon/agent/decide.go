@@ -121,10 +121,10 @@ func (c *decisionCheck) storePattern() error {
 	if c.d.Scope == api.ScopeDeny {
 		effect = "deny"
 	}
-	if _, err := c.tx.AddPermission(c.a.ID, effect, c.d.Pattern, who(c.d)); err != nil {
+	if _, err := c.tx.AddPermission(c.a.ID, effect, c.d.Pattern, cycle.Who(c.d)); err != nil {
 		return err
 	}
-	return c.tx.Audit(c.a.ID, "permission", map[string]string{"effect": effect, "pattern": c.d.Pattern, "by": who(c.d)})
+	return c.tx.Audit(c.a.ID, "permission", map[string]string{"effect": effect, "pattern": c.d.Pattern, "by": cycle.Who(c.d)})
 }
 
 // namesProposal: a decision names the proposal it decides.
@@ -313,14 +313,12 @@ func decisionEvent(p *api.Proposal, d *api.Decision) cycle.Event {
 	case d.Kind == api.DecisionApprove && d.Count > 1:
 		return cycle.Event{Kind: cycle.ApproveN}
 	case d.Kind == api.DecisionDeny:
-		return cycle.Event{Kind: cycle.Deny, Reason: "run stopped: " + p.Command + " denied by " + who(d), Detail: "denied by " + who(d)}
+		return cycle.Event{Kind: cycle.Deny, Reason: "run stopped: " + p.Command + " denied by " + cycle.Who(d), Detail: "denied by " + cycle.Who(d)}
 	case d.Kind == api.DecisionFeedback:
 		return cycle.Event{Kind: cycle.GiveFeedback}
 	}
 	return cycle.Event{Kind: cycle.Approve}
 }
-
-func who(d *api.Decision) string { return cycle.Who(d) }
 
 // errMoved is decideTx's answer when the proposal took another decision meanwhile.
 var errMoved = errors.New("proposal moved on")
@@ -346,7 +344,7 @@ func alreadyDecided(tx *store.Tx, id string, err error) error {
 		return err
 	}
 	if d, err := tx.LastDecision(id); err == nil {
-		return conflict("proposal %s was already decided: %s by %s", id, d.Kind, who(d))
+		return conflict("proposal %s was already decided: %s by %s", id, d.Kind, cycle.Who(d))
 	}
 	return conflict("proposal %s takes no decision now", id)
 }

@@ -43,7 +43,7 @@ func (s *doctor) Doctor(ctx context.Context) (*api.DoctorReport, error) {
 	add := func(c ...api.Check) { rep.Checks = append(rep.Checks, c...) }
 	add(s.checkModels(ctx)...)
 	add(hostChecks(s.llm.PoolStatus())...)
-	add(s.checkStore(ctx))
+	add(storeCheck(filepath.Join(s.stateDir, "agentd.db"), s.st.Check(ctx)))
 	add(checkDisk(s.stateDir))
 	add(checkStateDir(s.stateDir, filepath.Dir(s.workspaceOf("x"))))
 	add(s.checkWorkspaces())
@@ -126,11 +126,6 @@ func modelCheck(info *llm.ModelInfo, maxContext int) api.Check {
 		c.Fix = "choose a chat model in [ollama] model"
 	}
 	return c
-}
-
-func (s *doctor) checkStore(ctx context.Context) api.Check {
-	path := filepath.Join(s.stateDir, "agentd.db")
-	return storeCheck(path, s.st.Check(ctx))
 }
 
 // storeCheck judges the store at path: its integrity (integrity is what checking it

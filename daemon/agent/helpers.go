@@ -52,31 +52,33 @@ func (h helperEnv) waitingTx(tx *store.Tx, cmd string) (*store.Agent, error) {
 	return parent, nil
 }
 
-// helperByKey finds the parent's helper named key.
-func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) {
-	hs, err := tx.Helpers(parentID)
-	if err != nil {
-		return nil, err
-	}
+// helperID is the id of the parent's helper named key, for the command cmd.
+func (h helperEnv) helperID(ctx context.Context, key, cmd string) (string, error) {
+	var id string
 	var keys []string
-	for _, a := range hs {
-		if keyOf(a.Name) == key {
-			return a, nil
+	err := h.s.st.View(ctx, func(tx *store.Tx) error {
+		hs, err := tx.Helpers(h.parentID)
+		for _, a := range hs {
+			if keyOf(a.Name) == key {
+				id = a.ID
+			}
+			keys = append(keys, keyOf(a.Name))
 		}
-		keys = append(keys, keyOf(a.Name))
+		return err
+	})
+	switch {
+	case err != nil || id != "":
+		return id, err
+	case len(keys) == 0:
+		return "", fmt.Errorf("%s: you have no helper %q (you have none; start one with start_agent)", cmd, key)
 	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s: you have no helper %q (you have none; start one with start_agent)", cmd, key)
-	}
-	return nil, fmt.Errorf("%s: you have no helper %q; your helpers: %s", cmd, key, strings.Join(keys, ", "))
+	return "", fmt.Errorf("%s: you have no helper %q; your helpers: %s", cmd, key, strings.Join(keys, ", "))
 }
 
 // helperPolicy is a helper's own policy: ask. It is never used for its proposals —
 // they follow its top agent's policy as it is at each step (policyOwner) — but it keeps
 // a copied count of approvals from being spent twice, or shown as if it were.
-func helperPolicy(api.Policy) api.Policy {
-	return api.Policy{Mode: "ask"}
-}
+var helperPolicy = api.Policy{Mode: "ask"}
 
 // Start implements commands.Helpers.
 func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
@@ -130,20 +132,8 @@ func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent)
 	if err := roomForHelper(tx, parent, key, s.maxDepth, s.maxHelpers); err != nil {
 		return err
 	}
-	helper.Name = parent.Name + "/" + key
-	if taken, err := tx.NameTaken(helper.Name); err != nil {
-		return err
-	} else if taken {
-		return fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
-	}
-	helper.Policy = helperPolicy(parent.Policy)
-	if err := tx.InsertAgent(helper); err != nil {
-		return err
-	}
-	if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
-		return err
-	}
-	if err := tx.UpdateAgent(helper); err != nil {
+	helper.Name, helper.Policy = parent.Name+"/"+key, helperPolicy
+	if err := insertAgent(tx, helper, fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)); err != nil {
 		return err
 	}
 	if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
@@ -164,18 +154,12 @@ func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent)
 func (h helperEnv) Message(ctx context.Context, key, message string) error {
 	s := h.s
 	const cmd = commands.MessageAgent
-	var id string
-	if err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := helperByKey(tx, h.parentID, key, cmd)
-		if err == nil {
-			id = a.ID
-		}
-		return err
-	}); err != nil {
+	id, err := h.helperID(ctx, key, cmd)
+	if err != nil {
 		return err
 	}
 	var runID string
-	_, err := s.mutateThen(ctx, id, func(tx *store.Tx, a *store.Agent) error {
+	_, err = s.mutate(ctx, id, nil, func(tx *store.Tx, a *store.Agent) error {
 		parent, err := h.waitingTx(tx, cmd)
 		if err != nil {
 			return err
@@ -186,7 +170,7 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 		if err := newRunTx(tx, a, message); err != nil {
 			return err
 		}
-		a.Policy = helperPolicy(parent.Policy)
+		a.Policy = helperPolicy
 		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: a.ID, HelperRun: a.RunID}); err != nil {
 			return err
 		}
@@ -220,14 +204,8 @@ func (h helperEnv) List(ctx context.Context) ([]string, error) {
 
 // Delete implements commands.Helpers.
 func (h helperEnv) Delete(ctx context.Context, key string) error {
-	var id string
-	if err := h.s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := helperByKey(tx, h.parentID, key, commands.DeleteAgent)
-		if err == nil {
-			id = a.ID
-		}
-		return err
-	}); err != nil {
+	id, err := h.helperID(ctx, key, commands.DeleteAgent)
+	if err != nil {
 		return err
 	}
 	return h.s.deleteAgent(ctx, id)
@@ -292,7 +270,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 	result, status := helperResult(key, outcome, reason)
 	s.checkpoints.ahead(ctx, s.st, &api.Proposal{ID: w.ProposalID, AgentID: w.AgentID}, nil) // the step's end: outside the write
 	shows := &change{rec: s.recordEpisode, ckpt: s.checkpoints}
-	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent) error {
+	_, err = s.mutate(ctx, w.AgentID, nil, func(tx *store.Tx, a *store.Agent) error {
 		if ok, err := tx.DeleteWait(w.ProposalID); err != nil {
 			return err
 		} else if !ok {
@@ -499,7 +477,7 @@ type helpers struct {
 	// What the helpers need of the runs: changing an agent under its runner's lock,
 	// pausing, resuming, stopping and removing it, waking its loop; and of the episodes:
 	// ending a step.
-	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error, shows *change) (*api.Agent, error)
+	mutate        func(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent) error, shows *change) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	pause         func(ctx context.Context, ref, reason string) (*api.Agent, error)
 	resume        func(ctx context.Context, ref, only string) (*api.Agent, error)

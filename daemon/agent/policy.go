@@ -14,11 +14,6 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *api.Proposal, spe
 	return policy.Authorize(l.policy, tx, a, p, prev, spec, d)
 }
 
-// layersFor is policy.Layers under the settings generation l.
-func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error) {
-	return policy.Layers(l.policy, tx, a)
-}
-
 // parseRules reads set's permission patterns into the policy's settings.
 func parseRules(set Settings) (policy.Settings, error) {
 	agents := map[string]policy.Patterns{}
@@ -34,7 +29,7 @@ func parseRules(set Settings) (policy.Settings, error) {
 // a's deny rules keep from the file commands.
 func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, decided *api.Decision) (commands.Profile, error) {
 	var prof commands.Profile
-	layers, err := layersFor(l, tx, a)
+	layers, err := policy.Layers(l.policy, tx, a)
 	if err != nil {
 		return prof, err
 	}

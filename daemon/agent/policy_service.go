@@ -234,7 +234,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req api.Poli
 		if au.Decision != nil {
 			out.Pattern = au.Decision.Pattern
 		}
-		layers, err := layersFor(l, tx, a)
+		layers, err := policy.Layers(l.policy, tx, a)
 		if err != nil {
 			return err
 		}
@@ -298,13 +298,6 @@ type commandSource interface {
 // its sandboxed commands see them (sandboxProfile); nil when none.
 func (s *policyService) DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error) {
 	return onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) (commands.PathRules, error) {
-		layers, err := layersFor(s.live(), tx, a)
-		if err != nil {
-			return nil, err
-		}
-		if d := permission.Denied(layers...); d != nil {
-			return d, nil
-		}
-		return nil, nil // no typed nil in the interface
+		return deniedRules(s.live(), tx, a)
 	})
 }

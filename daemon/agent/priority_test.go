@@ -114,7 +114,7 @@ func TestModelPriorityClass(t *testing.T) {
 				s.batchRuns.mark("r-1")
 			}
 			r := &runner{s: s, id: "a-1", modelTurn: modelTurn{runID: "r-1", personNext: tc.personNext}}
-			class, key := llm.PriorityOf(r.modelPriority(context.Background()))
+			class, key := llm.PriorityOf(r.priority(context.Background(), true))
 			if class != tc.want || key != "a-1" {
 				t.Errorf("class %s key %q, want %s a-1", class, key, tc.want)
 			}
@@ -132,10 +132,10 @@ func TestCommandModelCallsLeaveThePersonsTurn(t *testing.T) {
 	if class, _ := llm.PriorityOf(r.priority(context.Background(), false)); class != llm.Interactive || !r.personNext {
 		t.Errorf("a command's call after a person's decision: class %s, person's turn left %v; want interactive, true", class, r.personNext)
 	}
-	if class, _ := llm.PriorityOf(r.modelPriority(context.Background())); class != llm.Interactive || r.personNext {
+	if class, _ := llm.PriorityOf(r.priority(context.Background(), true)); class != llm.Interactive || r.personNext {
 		t.Errorf("the step after it: class %s, person's turn left %v; want interactive, false", class, r.personNext)
 	}
-	if class, _ := llm.PriorityOf(r.modelPriority(context.Background())); class != llm.Batch {
+	if class, _ := llm.PriorityOf(r.priority(context.Background(), true)); class != llm.Batch {
 		t.Errorf("the step after that: class %s, want batch", class)
 	}
 }

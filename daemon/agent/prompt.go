@@ -3,7 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -121,21 +122,14 @@ func EpisodeText(e api.Episode) string {
 
 // CallText renders a command with its args as `name(k="v", n=3)` in canonical key order.
 func CallText(name string, args json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(args, &m) != nil || len(m) == 0 {
+	canon, err := commands.CanonicalArgs(args)
+	var m map[string]json.RawMessage
+	if err != nil || json.Unmarshal(canon, &m) != nil || len(m) == 0 {
 		return name + "()"
 	}
-	canon, _ := commands.CanonicalArgs(args)
-	var ordered map[string]json.RawMessage
-	json.Unmarshal(canon, &ordered)
-	keys := make([]string, 0, len(ordered))
-	for k := range ordered {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + display.Cut(strings.TrimSpace(string(ordered[k])), 120, display.Ellipsis)
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+display.Cut(strings.TrimSpace(string(m[k])), 120, display.Ellipsis))
 	}
 	return name + "(" + strings.Join(parts, ", ") + ")"
 }

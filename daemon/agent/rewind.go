@@ -22,7 +22,7 @@ type rewinds struct {
 	st   *store.Store
 	// What a rewind needs of the runs and the episodes: changing an agent under its
 	// runner's lock, the restore first outside the transaction, and telling the model.
-	mutateAfter   func(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent) error, shows *change) (*api.Agent, error)
+	mutate        func(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent) error, shows *change) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 }
 
@@ -213,7 +213,7 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 	}
 	var ep *api.Episode
 	shows := &change{ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode}
-	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw, req.Shown) }, func(tx *store.Tx, cur *store.Agent) error {
+	_, err = s.mutate(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw, req.Shown) }, func(tx *store.Tx, cur *store.Agent) error {
 		p, err := orNone(tx.OpenProposal(cur.ID))
 		if err != nil {
 			return err

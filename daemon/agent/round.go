@@ -65,7 +65,7 @@ func (r *runner) loop(ctx context.Context) {
 			return
 		case cycle.AskModel:
 			done := r.armBusyBudget(ctx)
-			r.think(r.modelPriority(ctx), l)
+			r.think(r.priority(ctx, true), l)
 			done()
 		case cycle.Weigh, cycle.RunIt:
 			done := r.armBusyBudget(ctx)
@@ -169,14 +169,12 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	return f, nil
 }
 
-// modelPriority puts the class of the agent's next step's model calls in ctx: batch for
-// a run the daemon started (or a helper of one), unless a person has just decided,
-// answered or given feedback — then they are waiting for that step, which goes first.
-// The agent is the key batch calls take turns by.
-func (r *runner) modelPriority(ctx context.Context) context.Context { return r.priority(ctx, true) }
-
-// priority is modelPriority; consume false leaves a person's turn for the next step (a
-// command's own model calls, such as a web page's summary, run before it).
+// priority puts the class of the agent's next step's model calls in ctx: batch for a
+// run the daemon started (or a helper of one), unless a person has just decided,
+// answered or given feedback — then they are waiting for that step, which goes first
+// (consume true takes their turn; false leaves it for the next step, as a command's own
+// model calls, such as a web page's summary, run before it). The agent is the key batch
+// calls take turns by.
 func (r *runner) priority(ctx context.Context, consume bool) context.Context {
 	r.mu.Lock()
 	runID, person := r.runID, r.personNext

@@ -17,23 +17,14 @@ import (
 )
 
 // mutate runs fn on the agent under its runner's lock in one transaction, then has the
-// applier show the agent's new state (edited) and wakes its loop.
-func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error) {
-	return s.mutateThen(ctx, ref, fn, nil)
-}
-
-// mutateThen is mutate that also publishes the events of shows, a change fn had the
-// applier make (transit.go publish), showing the agent as the mutation wrote it; when they
-// hold its new state, that is the state event, and no edited event follows. Events are published under the agent's
-// lock, so followers see them in the order of the commits, and before the loop is woken,
-// so a decision is never shown after its result.
-func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
-	return mutateAfter(ctx, s, ref, nil, fn, shows)
-}
-
-// mutateAfter is s.mutateThen that runs first, when set, under the runner's lock before
-// the transaction: work too long to hold the store's writer for (a rewind's restore).
-func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
+// applier show the agent's new state (edited) and wakes its loop. first, when set, runs
+// before, under the runner's lock: work too long to hold the store's writer for (a
+// rewind's restore). shows, when set, is a change fn had the applier make (transit.go
+// publish): its events are published, showing the agent as the mutation wrote it; when
+// they hold its new state, that is the state event, and no edited event follows. Events
+// are published under the agent's lock, so followers see them in the order of the
+// commits, and before the loop is woken, so a decision is never shown after its result.
+func (s *runs) mutate(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
 	id, err := onAgent(ctx, s.st.View, ref, func(_ *store.Tx, a *store.Agent) (string, error) { return a.ID, nil })
 	if err != nil {
 		return nil, err
@@ -94,7 +85,7 @@ func (s *runs) Pause(ctx context.Context, ref string) (*api.Agent, error) {
 // pause is Pause of the agent alone, with the reason it shows.
 func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	shows := &change{}
-	return s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	return s.mutate(ctx, ref, nil, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
@@ -121,7 +112,7 @@ func (s *runs) Resume(ctx context.Context, ref string) (*api.Agent, error) {
 func (s *runs) resume(ctx context.Context, ref, only string) (*api.Agent, error) {
 	s.remeasure(ctx, ref) // files removed to get under the disk budget count
 	shows := &change{}
-	return s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	return s.mutate(ctx, ref, nil, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if only != "" && (a.State != api.StatePaused || a.StateReason != only) {
 			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
 		}
@@ -154,7 +145,7 @@ func (s *runs) Stop(ctx context.Context, ref string) (*api.Agent, error) {
 func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	var runID string
 	shows := &change{}
-	out, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	out, err := s.mutate(ctx, ref, nil, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State == api.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
 		}
@@ -162,18 +153,17 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 		if err != nil {
 			return err
 		}
-		withdraw := cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}
-		if p != nil && p.Status == api.ProposalStarted && p.Command == commands.AskUser {
-			if _, _, err := transit(tx, a, p, withdraw); err != nil {
-				return err
+		if p != nil && p.Status == api.ProposalStarted {
+			// A question, or a proposal waiting for a helper, has no execution to cancel:
+			// withdraw it (the helper is stopped once this run's end is recorded).
+			withdraw := p.Command == commands.AskUser
+			if !withdraw {
+				if withdraw, err = tx.DeleteWait(p.ID); err != nil {
+					return err
+				}
 			}
-		} else if p != nil && p.Status == api.ProposalStarted {
-			// A proposal waiting for a helper has no execution to cancel: withdraw it
-			// (the helper is stopped once this run's end is recorded).
-			if waiting, err := tx.DeleteWait(p.ID); err != nil {
-				return err
-			} else if waiting {
-				if _, _, err := transit(tx, a, p, withdraw); err != nil {
+			if withdraw {
+				if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}); err != nil {
 					return err
 				}
 			}
@@ -229,7 +219,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 	if len(task) > api.MaxTextBytes {
 		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), api.MaxTextBytes)
 	}
-	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	out, err := s.mutate(ctx, ref, nil, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State != api.StateIdle && a.State != api.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
@@ -261,7 +251,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 			s.budgets.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
 		}
 		return tx.Audit(a.ID, "task", map[string]string{"task": task, "run": a.RunID})
-	})
+	}, nil)
 	if err != nil && runID != "" {
 		s.budgets.dropBudget(runID)
 	}
@@ -313,6 +303,16 @@ func (s *runs) runEnded(runID string) {
 // for the run. It returns the agent with its new RunID.
 func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error) {
 	return s.task(ctx, ref, task, &opt, true)
+}
+
+// CreateAgent creates an agent from a task (the model writes its profile on its first step)
+// or from a name, description and goals, and starts its run.
+func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
+	opt, err := requestOptions(req.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return s.createAgent(ctx, req, opt, false)
 }
 
 // CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must

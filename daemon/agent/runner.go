@@ -55,10 +55,6 @@ type runner struct {
 	observed observedSteps
 }
 
-func newRunner(s *Supervisor, id string) *runner {
-	return &runner{s: s, id: id, wake: make(chan struct{}, 1)}
-}
-
 func (r *runner) wakeUp() {
 	select {
 	case r.wake <- struct{}{}:

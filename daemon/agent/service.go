@@ -16,16 +16,6 @@ import (
 	"github.com/agentd/agentd/internal/randid"
 )
 
-// CreateAgent creates an agent from a task (the model writes its profile on its first step)
-// or from a name, description and goals, and starts its run.
-func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
-	opt, err := requestOptions(req.Budget)
-	if err != nil {
-		return nil, err
-	}
-	return s.createAgent(ctx, req, opt, false)
-}
-
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
 // batch marks the run's model calls as batch work (priority.go).
 func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt *run.Options, batch bool) (*api.Agent, error) {
@@ -55,21 +45,8 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 	}
 	var out *api.Agent
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		if taken, err := tx.NameTaken(a.Name); err != nil {
+		if err := insertAgent(tx, a, conflict("an agent named %q exists already: pick another name", a.Name)); err != nil {
 			return err
-		} else if taken {
-			return conflict("an agent named %q exists already: pick another name", a.Name)
-		}
-		if err := tx.InsertAgent(a); err != nil {
-			return err
-		}
-		if start { // the new agent's first run
-			if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-				return err
-			}
-			if err := tx.UpdateAgent(a); err != nil {
-				return err
-			}
 		}
 		if opt != nil {
 			if err := s.applyRunOptions(tx, a, opt, pats); err != nil {
@@ -282,10 +259,11 @@ func (s *runs) removeTx(tx *store.Tx, all []removal) error {
 		if err != nil {
 			return err
 		}
-		c := &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}
-		for _, b := range threads {
-			c.threads = append(c.threads, *b)
+		open, err := tx.OpenChatMessages(a.ID)
+		if err != nil {
+			return err
 		}
+		c := &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish, threads: threads, messages: open}
 		if _, err := apply(tx, c); err != nil {
 			return err
 		}

@@ -150,24 +150,21 @@ func wireParts(s *Supervisor, opt Options) {
 	}
 	s.budgets.timeUp, s.budgets.remeasure = s.runs.timeUp, s.runs.remeasure
 	s.budgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
-		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
+		return s.runs.mutate(ctx, ref, nil, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) }, nil)
 	}
 	// The helpers and rewinds change an agent under its runner's lock without touching it.
-	mutateThen := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
-		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) }, shows)
+	mutate := func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
+		return s.runs.mutate(ctx, ref, first, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) }, shows)
 	}
-	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop, s.helpers.deleteAgent = mutateThen, s.runs.pause, s.runs.resume, s.runs.stop, s.runs.DeleteAgent
+	s.helpers.mutate, s.helpers.pause, s.helpers.resume, s.helpers.stop, s.helpers.deleteAgent = mutate, s.runs.pause, s.runs.resume, s.runs.stop, s.runs.DeleteAgent
 	// A person decides or answers: the agent's next step is theirs to wait on (personNext).
 	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
-		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		return s.runs.mutate(ctx, ref, nil, func(tx *store.Tx, a *store.Agent, r *runner) error {
 			r.personNext = true
 			return fn(tx, a)
 		}, shows)
 	}
-	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, recordEpisode: s.recordEpisode,
-		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
-			return mutateAfter(ctx, s.runs, ref, first, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) }, shows)
-		}}
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, recordEpisode: s.recordEpisode, mutate: mutate}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
@@ -183,9 +180,6 @@ func (s *Supervisor) dropRunner(id string) {
 	delete(s.runners, id)
 	s.mu.Unlock()
 }
-
-// Events returns the event broker (the bots subscribe through it).
-func (s *Supervisor) Events() *run.Broker { return s.events }
 
 // Start recovers from a crash (proposals found started are marked interrupted, or re-run
 // when idempotent), probes the model in the background and resumes every active agent.
@@ -326,7 +320,7 @@ func (s *Supervisor) runner(id string) *runner {
 func runnerLocked(s *Supervisor, id string) *runner {
 	r := s.runners[id]
 	if r == nil {
-		r = newRunner(s, id)
+		r = &runner{s: s, id: id, wake: make(chan struct{}, 1)}
 		s.runners[id] = r
 	}
 	return r

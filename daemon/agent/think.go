@@ -204,7 +204,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		}
 		var stopped *change
 		if w.stop { // a schedule's run: nobody to ask
-			why := w.stopReason()
+			why := fmt.Sprintf("stopped by the watchdog: it caught a loop (%s): %s", w.verdict.Kind, w.verdict)
 			stopped = &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, cancel: r.cancel, pub: r.s.events.Publish}
 			if _, err := apply(tx, stopped); err != nil {
 				return err

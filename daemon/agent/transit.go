@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -45,7 +46,10 @@ type change struct {
 	finishMessage *string
 	// threads are the chat threads a removed agent's events went to (show_removed's
 	// event carries them: the store deletes them with the agent).
-	threads []api.ChatBinding
+	threads []*api.ChatBinding
+	// messages are its proposals' chat messages still open, with their proposals (the
+	// store deletes them too).
+	messages []*api.ChatMessage
 	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
 	// restores, and who asked.
 	ckpt   *checkpoints
@@ -239,6 +243,21 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	return err
 }
 
+// insertAgent stores a, a new agent, and starts its first run when it has one (a.RunID
+// set); taken is the error for a name another agent has.
+func insertAgent(tx *store.Tx, a *store.Agent, taken error) error {
+	if ok, err := tx.NameTaken(a.Name); err != nil || ok {
+		return cmp.Or(err, taken)
+	}
+	if err := tx.InsertAgent(a); err != nil || a.RunID == "" {
+		return err
+	}
+	if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+		return err
+	}
+	return tx.UpdateAgent(a)
+}
+
 // created shows a, stored in tx (and its first run started), to its followers once tx
 // commits; it returns a's view.
 func created(tx *store.Tx, a *store.Agent, pub func(api.Event) api.Event) (*api.Agent, error) {
@@ -388,7 +407,7 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		ev.Message = c.ev.Detail
 		return ev
 	case api.EventRemoved:
-		ev.Threads = c.threads
+		ev.Threads, ev.Messages = c.threads, c.messages
 	case api.EventProposal:
 		ev.Proposal = c.proposalShown(out)
 	}

@@ -88,11 +88,6 @@ func watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Proposal, cmds co
 	return w, err
 }
 
-// stopReason is why the watchdog stopped a schedule's run.
-func (w watched) stopReason() string {
-	return fmt.Sprintf("stopped by the watchdog: it caught a loop (%s): %s", w.verdict.Kind, w.verdict)
-}
-
 // grantNote says that the proposal ends what was left of a's `y -N` grant, if anything was
 // (a is the agent whose grant the proposal's agent draws on).
 func grantNote(tx *store.Tx, a *store.Agent) (string, error) {

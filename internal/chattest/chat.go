@@ -27,6 +27,8 @@ const (
 	GroupApprover
 	// Stranger is not an approver.
 	Stranger
+	// OtherBot is another bot (an integration) in the channel: the relay ignores it.
+	OtherBot
 )
 
 // Msg is a proposal message as the harness found it: ID names it on the platform, Raw is
@@ -119,6 +121,14 @@ type Chat interface {
 	// that pings); Code is how text reads inside a code block there.
 	Text(thread string, m Msg) string
 	Code(text string) string
+	// Escaped is how plain text reads in a message, escaped as the platform needs it.
+	Escaped(text string) string
+	// Cut is the text m shows now, checked as Text is but for a message the relay had
+	// to cut: it must say so where the platform shows it (a note, the full text
+	// attached). Refused is each post, edit or upload the fake refused, as the
+	// platform says it.
+	Cut(thread string, m Msg) string
+	Refused() []string
 	// Asks reports whether m has its buttons.
 	Asks(thread string, m Msg) bool
 	// Wait waits until cond holds.

@@ -2,6 +2,7 @@ package chattest
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 const speak = "I will touch it"
@@ -32,6 +34,11 @@ var Scenarios = []Scenario{
 	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 	{"write_file_diff_shown", writeFileDiffShown},
+	{"non_approver_refused", nonApproverRefused},
+	{"hostile_ten_thousand_char_proposal_posted_whole", hostileTenThousandCharProposalPostedWhole},
+	{"slash_commands_drive_a_run", slashCommandsDriveARun},
+	{"team_run_in_thread", teamRunInThread},
+	{"long_result_uploaded_as_file", longResultUploadedAsFile},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
@@ -57,6 +64,8 @@ func redeliveredApproveNCountedOnce(t *testing.T, c Chat) {
 	y := c.Say(Approver, thread, "y -3")
 	c.Decided(thread, p1, c.Shown("Approved ×3", Approver))
 	TouchedInOrder(t, "a", "b", "c")
+	// The grant, not a policy, decided the third; made by a plain id, its maker is a mention.
+	c.Decided(thread, c.Proposal(thread, 3), c.Shown("Approved", Approver)+c.Escaped("'s y -3 (0 of 2 left)"))
 	p4 := c.Proposal(thread, 4)
 	if !c.Asks(thread, p4) {
 		t.Error("the fourth proposal does not ask")
@@ -390,4 +399,131 @@ func editsAreAnsweredNotRead(t *testing.T, c Chat) {
 		t.Errorf("the edits decided the waiting finish (%d decisions)", n)
 	}
 	c.Decided(thread, p, approved) // step 1 still shows its approval
+}
+
+// A stranger's click and typed "y" are each refused with a note in the run's thread
+// that only they see, and another bot's "y" is ignored: none of them reaches the agent,
+// the refusal is logged, and an approver through a group may still decide.
+func nonApproverRefused(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("x", speak))
+	thread := c.StartRun("touch x")
+	p := c.Proposal(thread, 1)
+	c.Click(Stranger, thread, p, bots.ActionApprove)
+	y := c.Say(Stranger, thread, "y")
+	c.Say(OtherBot, thread, "y")
+	c.Wait("two refusals", func() bool { return c.Answered(Stranger, "not an approver") == 2 })
+	if !Has(c.RepliesTo(Stranger, thread, y), "not an approver") {
+		t.Errorf("the typed y's refusal is not in the thread: %q", c.RepliesTo(Stranger, thread, y))
+	}
+	// Nothing the refusals or the other bot sent may reach the agent meanwhile.
+	id := agentOf(c, thread).Pending.ID
+	testutil.Hold(100*time.Millisecond, func() bool {
+		a := agentOf(c, thread)
+		return a.Pending != nil && a.Pending.ID == id && d.Decisions(id) == 0
+	})
+	if a := agentOf(c, thread); a.Pending == nil || a.Pending.ID != id || d.Decisions(id) != 0 {
+		t.Fatalf("a refused click changed the agent: %+v", a)
+	}
+	if !strings.Contains(d.Logs.String(), "refused a non-approver") {
+		t.Error("refusal not logged")
+	}
+	c.Click(GroupApprover, thread, p, bots.ActionDeny)
+	c.Decided(thread, p, c.Shown("Denied", GroupApprover))
+}
+
+// A proposal of 10,000 characters full of & < > and backticks, in its speech and its
+// arguments: every post is taken by the strict fake, the message says what it cut, the
+// full text and the full arguments are uploaded, and an approval runs it.
+func hostileTenThousandCharProposalPostedWhole(t *testing.T, c Chat) {
+	args := map[string]string{}
+	for i, n := range EchoParams {
+		args[n] = HostileArg(i)
+	}
+	said := strings.Repeat("&<>`*_ ```", 200) // the relay shows 600 bytes of it; escaped, over either platform's limit
+	c.Daemon().Script(Reply(EchoCommand, args, said))
+	thread := c.StartRun("echo it")
+	p := c.Proposal(thread, 1)
+	if text := c.Cut(thread, p); !strings.Contains(text, "Full arguments") || !strings.Contains(text, "attached") {
+		t.Errorf("the proposal does not say its arguments are attached:\n%s", text)
+	}
+	var files map[string]string
+	c.Wait("the full text and the arguments uploaded", func() bool {
+		files = c.Files(thread)
+		full := false
+		for _, f := range files {
+			full = full || strings.Contains(f, said[:300]) // the relay shows the speech's first 600 bytes
+		}
+		return full && files["step-1-"+EchoCommand+"-args.json"] != ""
+	})
+	var got map[string]string
+	if err := json.Unmarshal([]byte(files["step-1-"+EchoCommand+"-args.json"]), &got); err != nil {
+		t.Fatalf("the uploaded arguments: %v", err)
+	}
+	for n, want := range args {
+		if got[n] != want {
+			t.Errorf("argument %s uploaded with %d of its %d characters", n, len(got[n]), len(want))
+		}
+	}
+	c.Click(Approver, thread, p, bots.ActionApprove)
+	c.Decided(thread, p, c.Shown("Approved", Approver))
+	c.Cut(thread, c.Find(thread, c.Shown("Approved", Approver)))
+	c.Wait("the result", func() bool { return Has(c.Posted(thread), "echoed") })
+	if bad := c.Refused(); len(bad) != 0 {
+		t.Errorf("the fake refused a post: %q", bad)
+	}
+}
+
+// /agent list, run, status and stop drive a run for an approver; a stranger's stop is
+// refused, and their list shows no agent's task.
+func slashCommandsDriveARun(t *testing.T, c Chat) {
+	d := c.Daemon()
+	if got := c.Command(Approver, "list"); !strings.Contains(got, "No agents.") {
+		t.Errorf("list = %q", got)
+	}
+	d.Script(Touch("x", speak))
+	if got := c.Command(Approver, "run touch-from-a-command"); !strings.Contains(got, "Started agent") {
+		t.Errorf("run = %q", got)
+	}
+	var a api.Agent
+	c.Wait("the agent waiting", func() bool {
+		as, _ := d.Sup.API().Views.Agents(context.Background())
+		if len(as) == 1 && as[0].Pending != nil {
+			a = as[0]
+			return true
+		}
+		return false
+	})
+	if got := c.Command(Approver, "list"); !strings.Contains(got, "touch-from-a-command") {
+		t.Errorf("list = %q", got)
+	}
+	if got := c.Command(Stranger, "list"); !strings.Contains(got, "not an approver") || strings.Contains(got, "touch-from-a-command") {
+		t.Errorf("a stranger's list = %q, want a refusal that shows no task", got)
+	}
+	if got := c.Command(Approver, "status "+a.Name); !strings.Contains(got, "Waiting for a decision on step 1") {
+		t.Errorf("status = %q", got)
+	}
+	// By its ID: the name may still change once the profile is made.
+	if got := c.Command(Stranger, "stop "+a.ID); !strings.Contains(got, "not an approver") {
+		t.Errorf("stranger's stop = %q", got)
+	}
+	if got := c.Command(Approver, "stop "+a.ID); !strings.Contains(got, "is idle") {
+		t.Errorf("stop = %q", got)
+	}
+}
+
+// A command's output of 400 lines is uploaded into the run's thread as one file, whole.
+func longResultUploadedAsFile(t *testing.T, c Chat) {
+	c.Daemon().Script(Touch("big", speak))
+	thread := c.StartRun("touch big")
+	c.Click(Approver, thread, c.Proposal(thread, 1), bots.ActionApprove)
+	c.Wait("the output as one file", func() bool {
+		files := c.Files(thread)
+		for _, f := range files {
+			if len(files) == 1 && strings.Count(f, "\n") >= 399 {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/bots"
+
 	ollama "github.com/ollama/ollama/api"
 )
 
@@ -77,5 +79,48 @@ func teamFileOutsideTheDirectoryRefused(t *testing.T, c Chat) {
 	}
 	if Has(c.Posted(""), "Team ") {
 		t.Errorf("a refused /agent team opened a thread:\n%s", strings.Join(c.Posted(""), "\n"))
+	}
+}
+
+// /agent team FILE TASK starts a team run in a new thread whose first note says how to
+// stop it; each role's turn is posted labelled with its role; the programmer's proposal
+// is sent back with feedback through the dialog, then (a stranger's click refused)
+// approved by a click, the relay finding the role agent through the team's thread; the
+// phase's end and the run's end are posted with their reasons; role agents leave no
+// removal note.
+func teamRunInThread(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("page", speak), Touch("roof", speak), Reply("finish", map[string]string{"reason": "<INFO> touched the roof"}, speak))
+	thread := c.StartTeam("build", "say hi")
+	c.Wait("the CEO's turn", func() bool { return Has(c.Posted(thread), "Instruction: touch the page.") })
+	// The ID's dash is escaped on Discord.
+	if runs, _ := d.Eng.Teams(t.Context()); len(runs) != 1 || !Has(c.Posted(thread), "Stop it with /agent team stop t") ||
+		!Has(c.Posted(thread), strings.TrimPrefix(runs[0].ID, "t-")+".") {
+		t.Errorf("the team's first note does not say how to stop it:\n%s", strings.Join(c.Posted(thread), "\n"))
+	}
+	p := c.RoleProposal(thread, "programmer", 1)
+	if text := c.Text(thread, p); !strings.Contains(text, "touch") {
+		t.Fatalf("role's proposal = %q", text)
+	}
+	c.Feedback(Approver, thread, p, "the roof, not the page")
+	c.Decided(thread, p, c.Shown("Feedback", Approver)+": the roof, not the page")
+	c.Wait("the model to see the feedback", func() bool { return d.ModelSaw("the roof, not the page") })
+
+	p = c.RoleProposal(thread, "programmer", 2)
+	c.Click(Stranger, thread, p, bots.ActionApprove)
+	c.Wait("the stranger's refusal", func() bool { return c.Answered(Stranger, "not an approver") == 1 })
+	c.Click(GroupApprover, thread, p, bots.ActionApprove)
+	c.Decided(thread, p, c.Shown("Approved", GroupApprover))
+	c.Wait("the run's end", func() bool { return Has(c.Posted(thread), "state build has no next state") })
+	ms := c.Posted(thread)
+	for _, want := range []string{c.Escaped(TouchCommand), "succeeded", "touched roof", c.Escaped("[programmer]"),
+		c.Escaped("<INFO> touched the roof"), "code concluded → code", c.Escaped("Phase code ended (info)"),
+		"programmer concluded", "Team run finished"} {
+		if !Has(ms, want) {
+			t.Errorf("the thread has no %q:\n%s", want, strings.Join(ms, "\n"))
+		}
+	}
+	if Has(ms, "was removed") || Has(ms, "touched page") || Count(ms, "Instruction: touch the page.") != 1 || Count(ms, "Step 2: ") != 1 {
+		t.Errorf("thread:\n%s", strings.Join(ms, "\n"))
 	}
 }

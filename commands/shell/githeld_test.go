@@ -1,0 +1,189 @@
+package shell
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// heldRefusal is what a bounded git says of a repository whose config the run can change.
+const heldRefusal = "a bounded git reads only a repository whose config this command cannot change"
+
+// TestBoundedGitTakesNoRepositoryWhoseConfigTheRunCanChange: the lines that wrote a
+// clean filter into a repository's config from the other side of a pipe, after git
+// status's check and before the real git read it (git log prints the config line, tee
+// appends it, each program one a wildcard pattern approves), run no filter: a copy of the
+// repository the line makes in the workspace (+write) or in /tmp (+write and read-only)
+// is refused, naming the fix, whichever side of the pipe wins. A repository the line
+// makes itself is refused too, and so is a helper's (its own runs write it meanwhile);
+// the workspace's own still works.
+func TestBoundedGitTakesNoRepositoryWhoseConfigTheRunCanChange(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	ws := workspace(t)
+	proj := drivenRepo(t, ws, "proj", "filter=x", ".git/config", "")
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	drivenRepo(t, ws, "agents/helper", "text", ".git/config", "")
+	if os.Getuid() == 0 { // a helper's own runs give its workspace to the sandbox's uid
+		filepath.Walk(filepath.Join(ws, "agents"), func(p string, _ os.FileInfo, _ error) error {
+			return os.Lchown(p, DefaultUID, DefaultGID)
+		})
+	}
+	filter := `git log -1 '--format=tformat:[filter "x"] clean = sh -c "echo AGENT-CODE-RAN >&2; echo x > ` + ws + `/planted.txt; cat"'`
+	tests := []struct {
+		name  string
+		write bool
+		line  string // {try}: the try
+		want  string
+	}{
+		{"workspace_copy_write", true, "cp -r proj n{try} && cd n{try} && " + filter + " | tee -a .git/config | git status --short", heldRefusal},
+		{"tmp_copy_write", true, "rm -rf /tmp/p && cp -r proj /tmp/p && cd /tmp/p && " + filter + " | tee -a .git/config | git status --short", heldRefusal},
+		{"tmp_copy_read_only", false, "cp -r proj /tmp/p && cd /tmp/p && " + filter + " | tee -a .git/config | git status --short", heldRefusal},
+		{"repository_made_by_the_line_write", true, "git init -q m{try} && cd m{try} && git status --short", heldRefusal},
+		{"helpers_repository_read_only", false, "cd agents/helper && git status --short", heldRefusal},
+		{"workspace_repository_write", true, "cd proj && " + filter + " | tee -a .git/config | git status --short", " M a.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(filepath.Join(ws, "planted.txt"))
+			for try := range 3 { // the attacker's race was won within a few tries
+				line := strings.ReplaceAll(tt.line, "{try}", strconv.Itoa(try))
+				out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: tt.write}, line)
+				_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
+				if strings.Contains(out, "AGENT-CODE-RAN") || wrote == nil {
+					t.Fatalf("try %d: the bounded git ran the filter written into the config after its check (planted.txt written: %v):\n%s %v", try, wrote == nil, out, err)
+				}
+				if !strings.Contains(out, tt.want) {
+					t.Fatalf("try %d: want %q in:\n%s %v", try, tt.want, out, err)
+				}
+				if tt.want == heldRefusal && !strings.Contains(out, "Run git in a repository that was in the workspace before this command began") {
+					t.Fatalf("try %d: the refusal names no fix:\n%s", try, out)
+				}
+			}
+		})
+	}
+}
+
+// changingGit stands in for the real git in c's bounded runs: a copy of it that, called
+// for subcommand status (the command the line gave, after every check of the bounded
+// git), first runs change — the other side of a pipe at the worst moment.
+func changingGit(t *testing.T, c commands.Command, change string) {
+	t.Helper()
+	g := findGit()
+	if g.real == "" {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755) // the sandbox's uid runs it
+	bin, err := os.ReadFile(g.real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "git"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(dir, "changing-git")
+	body := "#!/bin/sh\ncase $1 in status) " + change + " ;; esac\nexec " + filepath.Join(dir, "git") + ` "$@"` + "\n"
+	if err := os.WriteFile(fake, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	box := c.(*executeShell).box
+	box.o.ReadOnlyPaths = append(box.o.ReadOnlyPaths, dir)
+	box.git.Store(&boundGit{real: fake, over: g.over})
+}
+
+// TestBoundedGitReadsOnlyTheConfigItChecked: whatever changes between the bounded git's
+// checks and the real git's read of the config — a clean filter appended to the config
+// (or to another name of it, a hard link), a repository (with a filter in its config)
+// copied in nearer than the one checked, or into a folder that was none — git runs no
+// filter: the workspace's repository is read
+// as checked (its config is read-only and git is told which repository it is), and a
+// repository whose config the run could change is refused before. A stand-in for the
+// real git makes each change right before git itself starts, so no race needs winning;
+// the bounded git before this held none of these but the first.
+func TestBoundedGitReadsOnlyTheConfigItChecked(t *testing.T) {
+	ws := workspace(t)
+	proj := drivenRepo(t, ws, "proj", "filter=x", ".git/config", "")
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	// evil: a repository's .git for a folder holding a.txt, whose config names a clean filter.
+	src := filepath.Join(t.TempDir(), "src")
+	drivenRepo(t, filepath.Dir(src), "src", "filter=x", ".git/config", "[filter \"x\"]\n\tclean = "+strings.ReplaceAll(planted, "$AGENTD_WS", ws)+"\n")
+	if out, err := exec.Command("cp", "-r", filepath.Join(src, ".git"), filepath.Join(ws, "evil")).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	for _, dir := range []string{filepath.Join(proj, "d"), filepath.Join(ws, "plain")} {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.txt filter=x\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hellO\n"), 0o644)
+	}
+	linked := drivenRepo(t, ws, "linked", "filter=x", ".git/config", "")
+	os.WriteFile(filepath.Join(linked, "a.txt"), []byte("hellO\n"), 0o644)
+	if err := os.Link(filepath.Join(linked, ".git", "config"), filepath.Join(ws, "config-too")); err != nil {
+		t.Fatal(err)
+	}
+	addFilter := `printf '[filter "x"]\n\tclean = sh -c "echo AGENT-CODE-RAN >&2; echo x > ` + ws + `/planted.txt; cat"\n' >> .git/config 2>/dev/null`
+	tests := []struct {
+		name   string
+		write  bool
+		change string
+		line   string
+		want   string
+	}{
+		{"filter_added_to_the_workspace_repository", true, addFilter, "cd proj && git status --short", " M a.txt"},
+		{"filter_added_to_a_copy_in_the_workspace", true, addFilter, "cp -r proj n && cd n && git status --short", heldRefusal},
+		{"filter_added_to_a_copy_in_tmp", false, addFilter, "cp -r proj /tmp/p && cd /tmp/p && git status --short", heldRefusal},
+		{"filter_added_through_another_name_of_the_config", true, strings.ReplaceAll(addFilter, ".git/config", ws+"/config-too"), "cd linked && git status --short", heldRefusal},
+		{"repository_copied_in_nearer", true, "cp -r " + ws + "/evil .git", "cd proj/d && git status --short", " M ../a.txt"},
+		{"repository_copied_in_where_there_was_none", true, "cp -r " + ws + "/evil .git", "cd plain && git status --short", "not a git repository"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(filepath.Join(ws, "planted.txt"))
+			c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+			changingGit(t, c, tt.change)
+			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: tt.write}, tt.line)
+			_, wrote := os.Stat(filepath.Join(ws, "planted.txt"))
+			if strings.Contains(out, "AGENT-CODE-RAN") || wrote == nil {
+				t.Fatalf("git ran the filter of a config that changed after the bounded git's check (planted.txt written: %v):\n%s %v", wrote == nil, out, err)
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Fatalf("want %q in:\n%s %v", tt.want, out, err)
+			}
+		})
+	}
+}
+
+// TestBoundedGitTakesTheWorkspacesRepositories: what a bounded git did in the workspace's
+// repositories, their config held read-only, it still does in a +write run: git status
+// at the top and from a folder inside, git commit, and git diff --no-index outside any
+// repository; and in a read-only run, a bare repository named with --git-dir.
+func TestBoundedGitTakesTheWorkspacesRepositories(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	ws := workspace(t)
+	proj := drivenRepo(t, ws, "proj", "text", ".git/config", "[user]\n\tname = a\n\temail = a@b\n")
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hellO\n"), 0o644)
+	os.MkdirAll(filepath.Join(proj, "d"), 0o755)
+	gitIn(t, ws, "clone", "-q", "--bare", proj, "bare.git")
+	tests := []struct {
+		name, line string
+		want       []string
+		readOnly   bool
+	}{
+		{"status", "cd proj && git status --short", []string{" M a.txt"}, false},
+		{"status_from_a_folder_inside", "cd proj/d && git status --short", []string{" M ../a.txt"}, false},
+		{"commit", "cd proj && git commit -qm b a.txt && git log --oneline | wc -l", []string{"3"}, false},
+		{"diff_outside_any_repository", "echo x > /tmp/a && echo y > /tmp/b; git diff --no-index /tmp/a /tmp/b", []string{"+y"}, false},
+		{"bare_repository_named_read_only", "git --git-dir=bare.git log --oneline | wc -l", []string{"2"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runAs(t, c, ws, commands.Profile{Bounded: true, Write: !tt.readOnly}, tt.line)
+			checkResult(t, out, ws, tt.want, []string{"agentd: refused", "fatal"})
+			t.Log(out, err)
+		})
+	}
+}
