@@ -55,6 +55,10 @@ type Agent struct {
 	Task        string     `json:"task,omitempty"`
 	State       AgentState `json:"state"`
 	StateReason string     `json:"state_reason,omitempty"`
+	// Unchecked, when set, says a step wrote to the workspace what could not be checked
+	// against the agent's write-deny rules (which step, what): until a person resumes the
+	// agent, any run it starts pauses first. It survives restarts.
+	Unchecked string `json:"unchecked,omitempty"`
 	Policy      Policy     `json:"policy"`
 	// RunID is the current or last run.
 	RunID string `json:"run_id,omitempty"`
