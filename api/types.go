@@ -59,7 +59,7 @@ type Agent struct {
 	// against the agent's write-deny rules (which step, what): until a person resumes the
 	// agent, any run it starts pauses first. It survives restarts.
 	Unchecked string `json:"unchecked,omitempty"`
-	Policy      Policy     `json:"policy"`
+	Policy    Policy `json:"policy"`
 	// RunID is the current or last run.
 	RunID string `json:"run_id,omitempty"`
 	// Step counts proposals made in the current run.
