@@ -59,13 +59,8 @@ func (t *transition) pauseMarked() bool {
 	if t.ev.Mark == "" {
 		return false
 	}
-	t.agentFor(Paused, MarkedReason(t.ev.Mark))
+	t.agentFor(Paused, api.UncheckedReason(t.ev.Mark))
 	return true
-}
-
-// MarkedReason is the reason an agent marked with an unchecked change (mark) pauses for.
-func MarkedReason(mark string) string {
-	return "an unchecked change waits for a person: " + mark + "; look at the workspace (agentctl diff), then resume it"
 }
 
 // mark records on the agent what its step wrote unchecked (the event's reason), so a
@@ -342,7 +337,7 @@ func (t *transition) executed() bool {
 		// A person looks before it goes on, as after an end on time; a paused one shows
 		// why, so that nothing resumes it unlooked (a helper paused with its parent).
 		case (act || a == Paused) && t.ev.Writes && t.ev.Unchecked:
-			t.agent(Paused)
+			t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
 		case a != RunOver:
 			t.effect(ShowAgent)
 		}
@@ -380,7 +375,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		t.mark()
 		switch {
 		case (act || a == Paused) && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on
-			t.agent(Paused)
+			t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
 		case a == Executing:
 			t.agent(Thinking)
 		}
