@@ -52,7 +52,7 @@ func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 		}
 		state := string(ag.State)
 		if ag.Unchecked != "" { // `agentctl show` says what
-			state += " (unchecked change: a person must look)"
+			state += " (unchecked change)"
 		}
 		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(state), ag.Step, truncate(orDefault(task, "-"), lsTaskMax))
 		return err
