@@ -83,9 +83,12 @@ type Effect struct {
 	// the command: approving puts To in place on a workspace still exactly at From.
 	From uint64 `json:"from,omitempty"`
 	To   uint64 `json:"to,omitempty"`
-	// ToRoot is the root hash of To's tree (hex SHA-256): approving applies To only
-	// while the preview store still holds that very tree under To.
-	ToRoot string `json:"to_root,omitempty"`
+	// FromRoot and ToRoot are the root hashes of From's and To's trees (hex SHA-256):
+	// approving applies To only while the preview store still holds those very trees
+	// under From and To. A proposal stored before FromRoot was recorded has none: its
+	// approval is refused as stale, and the preview runs again and is asked again.
+	FromRoot string `json:"from_root,omitempty"`
+	ToRoot   string `json:"to_root,omitempty"`
 	// NotShown names what the change's diff cannot show whole (binary or huge content,
 	// changes past the listed ones), "; " between them: Render says it on its own line,
 	// so a person never approves unseen what the diff text hid.
@@ -98,17 +101,18 @@ type Effect struct {
 
 // Ref is what a decision names of p as it was shown (DecideRequest.Hash, or a prefix of
 // it): its Hash, bound to the change its effect preview captured when approving applies
-// one — both its checkpoints (the diff shown is From's tree against To's), To's tree
-// and the profile it ran in. A preview run again gives p a new Ref, even one ending in
-// the same tree from another start, so a decision made from the first one is refused
-// rather than applying a change nobody saw. Computed from the preview itself: nothing
-// to keep in step.
+// one — the trees it goes from and to (the diff shown is From's tree against To's) and
+// the profile it ran in. A preview run again on other trees gives p a new Ref, even one
+// ending in the same tree from another start, so a decision made from the first one is
+// refused rather than applying a change nobody saw. The checkpoints' ids are not in it:
+// they name no tree for long (the preview store keeps no fsync, and after a crash gives
+// an id again to another tree). Computed from the preview itself: nothing to keep in step.
 func (p *Proposal) Ref() string {
 	if p.Preview == nil || !p.Preview.Effect.Appliable() {
 		return p.Hash
 	}
 	e := p.Preview.Effect
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d\x00%d", p.Hash, e.ToRoot, e.Profile, e.From, e.To))
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%s", p.Hash, e.FromRoot, e.ToRoot, e.Profile))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -98,15 +98,32 @@ func TestPreviewsEndingAlikeFromDifferentStartsHaveDifferentRefs(t *testing.T) {
 	withEffect := func(e *Effect) *Proposal {
 		return &Proposal{Hash: "abc", Preview: &Preview{Kind: PreviewProgram, Effect: e}}
 	}
-	a := withEffect(&Effect{From: 1, To: 3, ToRoot: "root"})
-	b := withEffect(&Effect{From: 2, To: 3, ToRoot: "root"})
+	a := withEffect(&Effect{From: 1, To: 3, FromRoot: "start-1", ToRoot: "root"})
+	b := withEffect(&Effect{From: 2, To: 3, FromRoot: "start-2", ToRoot: "root"})
 	if a.Ref() == b.Ref() {
-		t.Errorf("previews from checkpoints 1 and 2 to the same tree share the ref %s", a.Ref())
+		t.Errorf("previews from trees start-1 and start-2 to the same tree share the ref %s", a.Ref())
 	}
-	if again := withEffect(&Effect{From: 1, To: 3, ToRoot: "root"}); again.Ref() != a.Ref() {
+	if again := withEffect(&Effect{From: 1, To: 3, FromRoot: "start-1", ToRoot: "root"}); again.Ref() != a.Ref() {
 		t.Errorf("the same preview gives refs %s and %s", a.Ref(), again.Ref())
 	}
 	if none := withEffect(&Effect{None: "needs the network"}); none.Ref() != "abc" {
 		t.Errorf("a preview with nothing to apply has ref %s, want its hash", none.Ref())
+	}
+}
+
+// A preview's Ref names the trees a person saw, not the preview store's checkpoint ids:
+// the store may give an id again to another tree after a crash, so a start tree other
+// than the one shown, under the same ids, gives another Ref, and the same trees under
+// other ids give the same one.
+func TestRefNamesTheTreesShownNotTheCheckpointIDs(t *testing.T) {
+	ref := func(e Effect) string {
+		return (&Proposal{Hash: "abc", Preview: &Preview{Kind: PreviewProgram, Effect: &e}}).Ref()
+	}
+	shown := ref(Effect{From: 1, To: 2, FromRoot: "start", ToRoot: "end"})
+	if other := ref(Effect{From: 1, To: 2, FromRoot: "another start", ToRoot: "end"}); other == shown {
+		t.Errorf("another start tree under the same checkpoint ids has the ref shown, %s", shown)
+	}
+	if moved := ref(Effect{From: 7, To: 8, FromRoot: "start", ToRoot: "end"}); moved != shown {
+		t.Errorf("the same trees under other checkpoint ids have the ref %s, want the one shown %s", moved, shown)
 	}
 }

@@ -17,8 +17,26 @@ import (
 // for `true`, and for a line that appends to 100 of them. It reports each one's
 // milliseconds per command, the preview's cost over the plain run (target ≤ 150 ms),
 // for the 100-file line the apply that approving does, and the agent's first preview,
-// which makes its copy whole.
+// which makes its copy whole. It does so for both ways a preview runs: over an overlay
+// on the workspace (a daemon that may mount, as root) and in a copy of it (one that may
+// not).
 func BenchmarkEffectPreview(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		mount bool
+	}{{"overlay", true}, {"copy", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.mount && !mayMount {
+				b.Skip("the daemon may not mount here (not root): no overlay")
+			}
+			defer func(was bool) { mayMount = was }(mayMount)
+			mayMount = c.mount
+			benchmarkPreview(b)
+		})
+	}
+}
+
+func benchmarkPreview(b *testing.B) {
 	f := newFixture(b, shell.Options{})
 	files := map[string]string{}
 	for i := range 1000 {

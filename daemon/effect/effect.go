@@ -35,7 +35,8 @@
 // mount the kernel holds that bound: the overlay's upper layer is a tmpfs of the room
 // left, so a write past it fails, and unmounting drops it; a watch of the disk is a second wall,
 // and the only one for a daemon that may not mount. Approving applies To only while the store holds, under To, the tree whose
-// root hash the preview recorded (api.Effect.ToRoot).
+// root hash the preview recorded (api.Effect.ToRoot), and From while it holds the tree
+// the preview started from (api.Effect.FromRoot).
 package effect
 
 import (
@@ -167,6 +168,9 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
 			bound.putBack())
 	}
+	if err := bound.stillAt(ctx, s, ws, from); err != nil {
+		return nil, "", errors.Join(err, bound.putBack())
+	}
 	if bound.storeRoom(took) <= 0 {
 		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), bound.putBack())
 	}
@@ -188,12 +192,40 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(err, bound.putBack())
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
-		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
+		From: uint64(from.ID), To: uint64(to.ID), FromRoot: from.Root(), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}
 	text := d.Text() // its first line is the summary, which eff says
 	return eff, text[strings.IndexByte(text, '\n')+1:], nil
+}
+
+// stillAt refuses a run ahead during which the workspace ws moved off checkpoint from
+// (a person editing, a helper writing) while the run saw it: the overlay's lower layer
+// is the workspace itself, so the command saw a mix of both, and a change worked out
+// against from is not what it saw. It is one more checkpoint of ws, which finds nothing
+// changed without a walk when nothing did (the store's watch of ws). The helpers'
+// folder is left out, as Apply leaves it. A copy (no quota) was restored from the
+// store, not read from ws: what it saw was from, and Apply refuses a ws moved since.
+func (b *diskBound) stillAt(ctx context.Context, s *checkpoint.Store, ws string, from checkpoint.Info) error {
+	if b.q == nil {
+		return nil
+	}
+	now, err := s.Checkpoint(ctx, ws)
+	if err != nil {
+		return fmt.Errorf("its change is not applied, as the workspace could not be checkpointed again after it (%w): approving runs the command itself", err)
+	}
+	if now.Root() == from.Root() {
+		return nil
+	}
+	d, err := s.Diff(ctx, from.ID, now.ID, commands.HelpersFolder)
+	switch {
+	case err != nil:
+		return fmt.Errorf("its change is not applied, as the workspace could not be compared with what it ran on (%w): approving runs the command itself", err)
+	case d.Files+d.Folders > 0:
+		return fmt.Errorf("the workspace changed while the preview ran (%s), so what the command saw is not what approving would apply to: approving runs the command itself", d.Summary())
+	}
+	return nil
 }
 
 // inHelpers refuses a change to the helpers' folder (agents/): Apply leaves it out,
@@ -284,19 +316,28 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 	return res + "(the change its run ahead made was applied: " + r.Diff.Summary() + ")", nil
 }
 
-// checkRoot fails closed unless the preview store holds, under eff.To, the tree the
-// preview captured and the person was shown (eff.ToRoot): a store swapped or rebuilt
-// since may hold another change under the same id.
+// checkRoot fails closed unless the preview store holds, under eff.To and eff.From,
+// the trees the preview captured and the person was shown (eff.ToRoot, eff.FromRoot):
+// a store swapped or rebuilt since may hold other trees under the same ids. A preview
+// stored before its start tree was recorded is stale: it runs again and is asked again.
 func checkRoot(ctx context.Context, s *checkpoint.Store, eff *api.Effect) error {
-	to, err := s.Get(ctx, checkpoint.ID(eff.To))
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		return fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
-	case err != nil:
-		return fmt.Errorf("applying the previewed change: %w", err)
-	case eff.ToRoot == "" || to.Root() != eff.ToRoot:
-		return fmt.Errorf("%w: the preview store no longer holds the change that was shown (checkpoint %d's tree is %.12s, the preview's %.12s), so nothing was applied",
-			ErrStale, eff.To, to.Root(), cmp.Or(eff.ToRoot, "unrecorded"))
+	if eff.FromRoot == "" {
+		return fmt.Errorf("%w: the preview was made before previews recorded the workspace they start from, so nothing was applied: it runs again and is asked again", ErrStale)
+	}
+	for _, c := range []struct {
+		id         uint64
+		root, what string
+	}{{eff.To, eff.ToRoot, "the change that was shown"}, {eff.From, eff.FromRoot, "the workspace the change was worked out on"}} {
+		got, err := s.Get(ctx, checkpoint.ID(c.id))
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound):
+			return fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
+		case err != nil:
+			return fmt.Errorf("applying the previewed change: %w", err)
+		case c.root == "" || got.Root() != c.root:
+			return fmt.Errorf("%w: the preview store no longer holds %s (checkpoint %d's tree is %.12s, the preview's %.12s), so nothing was applied",
+				ErrStale, c.what, c.id, got.Root(), cmp.Or(c.root, "unrecorded"))
+		}
 	}
 	return nil
 }
