@@ -172,14 +172,18 @@ var DiskFloor int64 = 256 << 20
 // the last measurement, or could not be looked at, it measures (measure: a walk,
 // DiskUsage or more), and calls cut once, then stops watching, when the measurement is
 // over limit or failed (err): what cannot be measured cannot be shown within the limit.
-// Growth that was someone else's raises the baseline instead; every tenth look measures
-// whatever the file system says, since what others free there hides growth. stop ends
-// the watch; it returns once the watch did, so cut is never called after it. A file
-// system whose free disk fell under floor (DiskFloor, or 0 where a kernel quota bounds
-// the writes) cuts at the look that sees it (err says so), since the growth that got it
-// there may be the command's where no measure looks.
+// Growth since the start that neither this measure nor any other running watch's
+// explains (the ledger) is charged too: past limit, cut gets ErrUnexplainedGrowth, as
+// the growth may be the command's where no measure looks. Under it, growth that was
+// someone else's raises the baseline; every tenth look measures whatever the file system
+// says, since what others free there hides growth. stop ends the watch; it returns once
+// the watch did, so cut is never called after it. A file system whose free disk fell
+// under floor (DiskFloor, or 0 where a kernel quota bounds the writes) cuts at the look
+// that sees it (err says so).
 func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
+	w := ledger.join(dir, measured, measure)
+	start, explained, counted := base, ledger.explained(w), known && w.ok
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -203,10 +207,17 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 			if look%10 != 0 && ok && known && used-base <= limit-measured {
 				continue
 			}
-			n, err := measure()
+			n, err := ledger.take(w)
 			if err != nil || n > limit {
 				cut(n, err)
 				return
+			}
+			if grew := unexplained(w, used, start, explained); ok && counted && grew > limit {
+				ledger.refresh(w) // after statfs: what others write meanwhile only lowers it
+				if grew = unexplained(w, used, start, explained); grew > limit {
+					cut(n, &ErrUnexplainedGrowth{Dir: dir, Grew: grew, Limit: limit})
+					return
+				}
 			}
 			base, known, measured = used, ok, n // others wrote there: look again after as much growth
 		}
@@ -214,5 +225,12 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 	return func() {
 		close(done)
 		<-exited
+		ledger.leave(w)
 	}
+}
+
+// unexplained is what w's file system grew by from start to used that the ledger's
+// measures, w's own among them, do not explain: explained was the ledger's at start.
+func unexplained(w *diskWatch, used, start, explained int64) int64 {
+	return used - start - (ledger.explained(w) - explained)
 }

@@ -388,7 +388,13 @@ func (s *budgets) watchDisk(ctx context.Context, a *store.Agent, cancel func()) 
 		func() (int64, error) { return run.DiskUsage(a.Workspace) },
 		func(n int64, err error) {
 			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
-			if err != nil {
+			var ug *commands.ErrUnexplainedGrowth
+			switch {
+			case errors.As(err, &ug):
+				why = fmt.Sprintf("its workspace grew to %s while it ran, and its file system by %s more that nothing agentd measures explains, over its disk budget of %s "+
+					"(a program it ran may keep a file it deleted where no listing shows it, or another program on this host wrote there): "+
+					"if that was another program, run it again; else raise the budget (`agentctl budget %s --max-disk SIZE`)", display.Size(n), display.Size(ug.Grew), display.Size(budget), a.Name)
+			case err != nil:
 				s.walks.set(a.ID, diskWalk{at: time.Now(), err: err}) // a is over its budget until a walk succeeds
 				why = fmt.Sprintf("its workspace could not be measured while it ran, so it could not be shown within its disk budget of %s: %v", display.Size(budget), err)
 			}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,30 +17,85 @@ import (
 // where no walk finds it; it is cut at the agent's disk budget all the same, as root and
 // as a daemon that is not root, and its result says why.
 func TestCommandWritingAFileItDeletedIsCutAtTheDiskBudget(t *testing.T) {
+	// 8 MiB every tenth of a second for 160 MiB, held 15 s more (the watch measures every
+	// tenth look whatever statfs says, which others writing and freeing meanwhile blur),
+	// unless it is cut.
+	cutAtTwoMiB(t, false, `exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3; sync; sleep 0.1; i=$((i+1)); done; sleep 15; echo finished`,
+		"cut off: its workspace grew to")
+}
+
+// A sandboxed command that allocates 160 MiB to a file it deleted and keeps the file's
+// only descriptor in a socket's queue (SCM_RIGHTS), where no /proc listing names it,
+// hides it from every measure; the file system's growth that nothing explains is
+// charged to it, so it is cut at the agent's disk budget all the same, as root and as a
+// daemon that is not root, and its result says why.
+func TestCommandParkingAFileItDeletedInASocketIsCutAtTheDiskBudget(t *testing.T) {
+	cutAtTwoMiB(t, true, `python3 -c 'import os,socket,time; a,b=socket.socketpair(); fd=os.open("h",os.O_CREAT|os.O_WRONLY,0o600); os.unlink("h"); os.posix_fallocate(fd,0,160<<20); socket.send_fds(a,[b"x"],[fd]); os.close(fd); time.sleep(15); print("finished")'`,
+		"that nothing agentd measures explains, over its disk budget of 2 MiB")
+}
+
+// cutAtTwoMiB runs line, approved, in an agent with a disk budget of 2 MiB (and effect
+// previews off when noPreview), as root and as a daemon that is not root, and wants its
+// result to say want, the command cut before it printed "finished".
+func cutAtTwoMiB(t *testing.T, noPreview bool, line, want string) {
 	testutil.AsRootAndNot(t, func(t *testing.T) {
 		sh := realShellWith(t, shell.Options{})
 		h := newHarness(t, func(o *Options) {
 			o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
 			o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+			o.NoEffectPreview = noPreview
 		})
-		// 8 MiB every tenth of a second for 160 MiB, held 15 s more (the watch measures every
-		// tenth look whatever statfs says, which others writing and freeing meanwhile blur),
-		// unless it is cut.
-		h.fake.Script(shellReply(`exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3; sync; sleep 0.1; i=$((i+1)); done; sleep 15; echo finished`))
+		h.fake.Script(shellReply(line))
 		listForever(h)
 		a := autoAgent(h, 10)
 		h.approve(a.ID, "execute_shell")
-		var ran *api.Episode
-		testutil.Eventually(t, time.Minute, "the command's result", func() bool {
-			for _, ep := range h.history(a.ID) {
-				if ep.Command == "execute_shell" {
-					ran = &ep
-				}
-			}
-			return ran != nil
-		})
-		if !strings.Contains(ran.Result, "cut off: its workspace grew to") || strings.Contains(ran.Result, "finished") {
+		if ran := shellResult(t, h, a); !strings.Contains(ran.Result, want) || strings.Contains(ran.Result, "finished") {
 			t.Fatalf("result %q; want the command cut at the disk budget, saying why", ran.Result)
 		}
 	})
+}
+
+// shellResult waits for the episode of a's first shell command.
+func shellResult(t *testing.T, h *harness, a *api.Agent) *api.Episode {
+	t.Helper()
+	var ran *api.Episode
+	testutil.Eventually(t, time.Minute, a.Name+"'s command's result", func() bool {
+		for _, ep := range h.history(a.ID) {
+			if ep.Command == "execute_shell" {
+				ran = &ep
+			}
+		}
+		return ran != nil
+	})
+	return ran
+}
+
+// Two agents writing on one file system at once, each within its disk budget, are not
+// cut for each other's bytes: the one that ends first has its step checkpointed while
+// the other runs, and neither its write (its own watch's measure explains it) nor its
+// checkpoint (the store says what it took) is charged to the other.
+func TestTwoAgentsWritingWithinTheirDiskBudgetsAtOnceAreNotCut(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, withCheckpoints, func(o *Options) {
+		o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
+		o.AgentBudget = run.Budget{MaxDisk: 64 << 20}
+		o.NoEffectPreview = true
+	})
+	// 48 MiB each, of a 64 MiB budget: what the other wrote and checkpointed is 96 MiB.
+	write := `head -c 50331648 /dev/urandom > f && sync && sleep %d && echo wrote`
+	h.fake.Script(shellReply(fmt.Sprintf(write, 3)), shellReply(fmt.Sprintf(write, 10)))
+	listForever(h)
+	var agents []*api.Agent
+	for _, name := range []string{"one", "two"} {
+		agents = append(agents, h.create(api.CreateAgentRequest{Name: name, Description: "a test agent", Goals: []string{"write"},
+			Policy: &api.Policy{Mode: "auto", AutoSteps: 10}}))
+	}
+	for _, a := range agents {
+		h.approve(a.ID, "execute_shell")
+	}
+	for _, a := range agents {
+		if ran := shellResult(t, h, a); !strings.Contains(ran.Result, "wrote") || strings.Contains(ran.Result, "cut off") {
+			t.Errorf("%s's result %q; want it to run to its end, within its budget", a.Name, ran.Result)
+		}
+	}
 }

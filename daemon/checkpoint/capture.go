@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/commands"
 )
 
 // Checkpoint captures the workspace ws and returns the checkpoint, durable on disk
@@ -540,6 +542,11 @@ func (c *capture) put(h hash, b []byte) error {
 }
 
 func (c *capture) keep(tmp string, h hash, size int64) {
+	// What the store takes while a command runs is the daemon's, not the command's.
+	var st unix.Stat_t
+	if unix.Fstatat(c.s.tm, tmp, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		commands.ExplainGrowth(st.Dev, st.Blocks*512)
+	}
 	c.pending = append(c.pending, pendingObject{tmp, h, size})
 	c.seen[h] = true
 	c.newBytes += size

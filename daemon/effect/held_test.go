@@ -25,3 +25,21 @@ func TestRunAheadWritingAFileItDeletedIsStoppedAtItsRoom(t *testing.T) {
 		}
 	})
 }
+
+// A run ahead that allocates 160 MiB to a file it deleted and keeps its only descriptor
+// in a socket's queue (SCM_RIGHTS), where no /proc listing names it, is stopped and its
+// preview does not stand: as root its quota refuses the allocation; a daemon that is not
+// root charges it the file system's growth no measure explains.
+func TestRunAheadParkingAFileItDeletedInASocketIsStopped(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		f.room = 16 << 20
+		eff, out := f.run(t, `python3 -c 'import os,socket,time; a,b=socket.socketpair(); fd=os.open("h",os.O_CREAT|os.O_WRONLY,0o600); os.unlink("h"); os.posix_fallocate(fd,0,160<<20); socket.send_fds(a,[b"x"],[fd]); os.close(fd); time.sleep(3); print("HELD-160MiB")'`)
+		if strings.Contains(eff.Output+out, "HELD-160MiB") && eff.None == "" {
+			t.Fatalf("a run ahead held 160 MiB in a file it deleted, past its 16 MiB room, and its preview stands: output %q", eff.Output+out)
+		}
+		if os.Geteuid() != 0 && !strings.Contains(eff.None, "no measure explains") {
+			t.Fatalf("preview %q; want it stopped for the growth no measure explains", eff.None)
+		}
+	})
+}

@@ -1,0 +1,156 @@
+package commands
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/agentd/agentd/internal/display"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bytes a command holds where no listing names them (a file it deleted whose only
+// descriptor waits in a socket's queue, or was sent to another sandbox) are bounded by
+// accounting, not by finding one more holder: statfs says what a file system grew by,
+// and every running watch on it says what its measure found its own command grew by.
+// Growth nothing explains is charged to each running command there, up to its limit;
+// past it the command is cut (ErrUnexplainedGrowth). A kernel bound per run (a sized
+// tmpfs) would hold without false cuts, but an agent's step writes its real workspace,
+// where no unprivileged daemon can set one; the run ahead of a root daemon has one
+// (its quota), and this ledger is the wall for the rest.
+//
+// What it risks is a false cut: another program on the host, or the daemon's own
+// writes (checkpoints, its store), growing the file system by more than the command's
+// whole limit while it runs. Two commands on one file system are not cut for each
+// other's writes: a watch that finds growth it cannot explain has every other watch
+// there measure first (refresh).
+
+// ledger is the daemon's one ledger of what running commands' measures explain.
+var ledger = growthLedger{devices: map[uint64]*deviceLedger{}}
+
+// growthLedger is, per file system (device), what every watch's measures found their
+// commands grew by since the daemon started, and the watches running there.
+type growthLedger struct {
+	mu      sync.Mutex
+	devices map[uint64]*deviceLedger
+}
+
+type deviceLedger struct {
+	explained int64 // measured growth on the device, less what measures found freed
+	watches   map[*diskWatch]bool
+}
+
+// diskWatch is one WatchDisk's measure, which other watches on its file system call to
+// have its growth explained before they charge any.
+type diskWatch struct {
+	dev     uint64
+	ok      bool // dev is known: the watch is in the ledger
+	mu      sync.Mutex
+	measure func() (int64, error)
+	last    int64 // what its last measure found; what the command had at the start first
+	gone    bool  // the watch ended: its measure may not be called any more
+}
+
+// join enters a watch of dir, whose measure found measured at the start, in the ledger.
+func (l *growthLedger) join(dir string, measured int64, measure func() (int64, error)) *diskWatch {
+	w := &diskWatch{measure: measure, last: measured}
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return w // no baseline: its growth cannot be told from others' (WatchDisk measures every look)
+	}
+	w.dev, w.ok = st.Dev, true
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.devices[w.dev]
+	if d == nil {
+		d = &deviceLedger{watches: map[*diskWatch]bool{}}
+		l.devices[w.dev] = d
+	}
+	d.watches[w] = true
+	return w
+}
+
+// explained is what measures explained on w's file system so far.
+func (l *growthLedger) explained(w *diskWatch) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := l.devices[w.dev]; d != nil {
+		return d.explained
+	}
+	return 0
+}
+
+// take measures w's command and enters what it grew by since the last measure.
+func (l *growthLedger) take(w *diskWatch) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gone {
+		return w.last, nil
+	}
+	n, err := w.measure()
+	if err != nil || !w.ok {
+		return n, err
+	}
+	l.mu.Lock()
+	l.devices[w.dev].explained += n - w.last
+	l.mu.Unlock()
+	w.last = n
+	return n, nil
+}
+
+// refresh has every other watch on w's file system measure now, so what their
+// commands wrote since their last look is explained before w charges anyone.
+func (l *growthLedger) refresh(w *diskWatch) {
+	l.mu.Lock()
+	var others []*diskWatch
+	for o := range l.devices[w.dev].watches {
+		if o != w {
+			others = append(others, o)
+		}
+	}
+	l.mu.Unlock()
+	for _, o := range others {
+		l.take(o) // one that fails is cut by its own watch; what it grew stays unexplained
+	}
+}
+
+// leave takes w out of the ledger once a measure it runs for another watch is done.
+// What its command grew by stays explained: its files stay where they are.
+func (l *growthLedger) leave(w *diskWatch) {
+	w.mu.Lock()
+	w.gone = true
+	w.mu.Unlock()
+	if !w.ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.devices[w.dev]
+	delete(d.watches, w)
+	if len(d.watches) == 0 {
+		delete(l.devices, w.dev) // a new watch starts its count afresh
+	}
+}
+
+// ExplainGrowth says the daemon itself took n bytes on file system dev (a checkpoint's
+// objects), so no command running there is charged with them.
+func ExplainGrowth(dev uint64, n int64) {
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	if d := ledger.devices[dev]; d != nil {
+		d.explained += n
+	}
+}
+
+// ErrUnexplainedGrowth is why a watch cut a command whose file system grew, while it ran,
+// by more than its limit that no running command's measure explains.
+type ErrUnexplainedGrowth struct {
+	Dir         string // the folder watched
+	Grew, Limit int64
+}
+
+func (e *ErrUnexplainedGrowth) Error() string {
+	return fmt.Sprintf("the file system holding %s grew by %s while it ran that no measure explains, past its limit of %s: "+
+		"a program it ran may keep a file it deleted where no listing shows it (its descriptor sent over a socket), "+
+		"or another program on this host wrote there", e.Dir, display.Size(e.Grew), display.Size(e.Limit))
+}
