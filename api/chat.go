@@ -32,6 +32,14 @@ type ChatMessage struct {
 	Channel    string
 	Message    string
 	PostedAt   time.Time
+	// Ref is the proposal's Ref as the message shows it: what a typed reply approves.
+	Ref string
+	// Closed is set once the message takes no decision any more (decided, or closed
+	// when its run ended): its buttons are gone and it is edited no more for that.
+	Closed bool
+	// Proposal is the proposal the message shows, as it was posted; OpenMessages and an
+	// EventRemoved's Messages set it (the store keeps the proposal's own row).
+	Proposal *Proposal
 }
 
 // TeamBinding ties a team run to a chat thread (one per platform): its turns are posted

@@ -457,7 +457,10 @@ type Event struct {
 	// Threads is set on EventRemoved: the chat threads the agent's events went to (its
 	// own, or its nearest bound parent's), which the store no longer has. Only the
 	// in-process chat relay reads it, so it stays off the wire.
-	Threads []ChatBinding `json:"-"`
+	Threads []*ChatBinding `json:"-"`
+	// Messages is set on EventRemoved too: the messages of the agent's proposals still
+	// open in chat, with their proposals, which the store dropped with the agent.
+	Messages []*ChatMessage `json:"-"`
 }
 
 // Scopes of a BudgetExhausted.

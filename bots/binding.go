@@ -86,7 +86,7 @@ func (c *check) bindReply(ctx context.Context, a *api.Agent) string {
 	if c.in.ID == "" {
 		return "That message came without an id to tell which proposal it answers, so it decided nothing; use the proposal's buttons."
 	}
-	shown, err := c.shownAs(ctx, id, kind, platform)
+	shown, err := c.shownAs(ctx, id, kind)
 	if err != nil {
 		c.r.log.Error("bots: reading a proposal's message", "platform", platform, "err", err)
 		return "Could not check which proposal that reply answers, so it decided nothing; send it again."
@@ -113,13 +113,31 @@ func (c *check) bindReply(ctx context.Context, a *api.Agent) string {
 // written, as far as is known now (no post in flight is waited for).
 func (c *check) shownBefore(ctx context.Context, a *api.Agent) bool {
 	id, kind := waitingMessage(a)
-	msg, _, _ := c.r.board.whenShown(id, c.ep.a.Platform())
-	if msg == "" {
-		if m, err := c.r.opt.Bindings.Message(ctx, id, c.ep.a.Platform(), kind); err == nil && m != nil {
-			msg = m.Message
-		}
-	}
+	msg, _ := c.shownMessage(ctx, id, kind)
 	return msg != "" && c.in.ID != "" && c.ep.a.Before(msg, c.in.ID)
+}
+
+// shownMessage is the id of the message showing proposal (or question) id on c's
+// platform, as the relay posted it or the store has it; "" when neither knows one.
+func (c *check) shownMessage(ctx context.Context, id, kind string) (string, error) {
+	platform := c.ep.a.Platform()
+	if msg := c.r.board.shownNow(id, platform); msg != "" {
+		return msg, nil
+	}
+	m, err := c.r.opt.Bindings.Message(ctx, id, platform, kind)
+	if m != nil {
+		return m.Message, nil
+	}
+	return "", err
+}
+
+// shownRef is what a typed reply names of p (api.Proposal.Ref): p as its message on c's
+// platform shows it, else as the daemon has it now (no message records it).
+func (c *check) shownRef(ctx context.Context, p *api.Proposal) string {
+	if m, err := c.r.opt.Bindings.Message(ctx, p.ID, c.ep.a.Platform(), "proposal"); err == nil && m != nil && m.Ref != "" {
+		return m.Ref
+	}
+	return p.Ref()
 }
 
 // shownWait bounds how long a reply waits for the message of a proposal whose post is in
@@ -127,23 +145,14 @@ func (c *check) shownBefore(ctx context.Context, a *api.Agent) bool {
 // returns its id.
 const shownWait = 5 * time.Second
 
-// shownAs is the id of the message showing proposal (or question) id on platform; ""
+// shownAs is the id of the message showing proposal (or question) id on c's platform; ""
 // when it is not shown. A post in flight is waited for, up to shownWait.
-func (c *check) shownAs(ctx context.Context, id, kind, platform string) (string, error) {
-	if msg, _, _ := c.r.board.whenShown(id, platform); msg != "" {
-		return msg, nil
+func (c *check) shownAs(ctx context.Context, id, kind string) (string, error) {
+	msg, err := c.shownMessage(ctx, id, kind)
+	if msg != "" || err != nil || !c.r.board.posting(id) {
+		return msg, err // shown, unreadable, or not posted nor being posted
 	}
-	m, err := c.r.opt.Bindings.Message(ctx, id, platform, kind)
-	if err != nil || m != nil {
-		if m != nil {
-			return m.Message, nil
-		}
-		return "", err
-	}
-	if c.r.board.postOrder(id) == 0 {
-		return "", nil // not posted, nor being posted
-	}
-	msg, _ := c.r.board.awaitShown(ctx, id, platform, shownWait)
+	msg, _ = c.r.board.awaitShown(ctx, id, c.ep.a.Platform(), shownWait)
 	return msg, nil
 }
 
@@ -189,10 +198,8 @@ func (c *check) messageOf(ctx context.Context, p *api.Proposal) string {
 	if p.Command == "ask_user" {
 		kind = "question"
 	}
-	if m, err := c.r.opt.Bindings.Message(ctx, p.ID, c.ep.a.Platform(), kind); err == nil && m != nil {
-		return m.Message
-	}
-	return ""
+	msg, _ := c.shownMessage(ctx, p.ID, kind)
+	return msg
 }
 
 // stepOf is the step of a's proposal id; 0 when it is not a's.

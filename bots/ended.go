@@ -44,7 +44,7 @@ var errEndNotShown = errors.New("the end of the agent's last run is still being 
 // process; "" when it made none. A post in flight is waited for, up to shownWait; one that
 // does not come in time is an error, so nothing starts on a guess.
 func (c *check) endShown(ctx context.Context, platform, runID string) (string, error) {
-	if c.r.board.postOrder(endKey(runID)) == 0 {
+	if !c.r.board.posting(endKey(runID)) {
 		return "", nil
 	}
 	if msg, ok := c.r.board.awaitShown(ctx, endKey(runID), platform, shownWait); ok {

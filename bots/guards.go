@@ -187,8 +187,7 @@ func approverHere(ctx context.Context, c *check) bool {
 	} else {
 		c.r.log.Debug("bots: a non-approver's refused action not audited again this minute", "platform", platform, "user", c.u.ID, "unaudited", n)
 	}
-	c.tell(ctx, notApproverText)
-	return false
+	return c.unless(ctx, notApproverText)
 }
 
 // messageShowsProposal: the message clicked shows the proposal its button names, as far
@@ -205,8 +204,7 @@ func messageShowsProposal(ctx context.Context, c *check) bool {
 	}
 	// A Discord button names no agent: the audit row goes under the thread's agent.
 	c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the button names another proposal than the message it is on", 0)
-	c.tell(ctx, "This button names another proposal than the one its message shows, so it decided nothing. Decide on the proposal as it is shown.")
-	return false
+	return c.unless(ctx, "This button names another proposal than the one its message shows, so it decided nothing. Decide on the proposal as it is shown.")
 }
 
 // countShown: an Approve ×N click carries the N the relay shows on that button
@@ -218,8 +216,7 @@ func countShown(ctx context.Context, c *check) bool {
 		return true
 	}
 	c.audit(ctx, c.ref.AgentID, "", fmt.Sprintf("the button approves %d steps, not the %d shown", c.ref.Count, n), 0)
-	c.tell(ctx, fmt.Sprintf("This button approves %d steps, which is not what agentd shows (×%d), so it decided nothing. Use the proposal's buttons as shown now, or reply y -N.", c.ref.Count, n))
-	return false
+	return c.unless(ctx, fmt.Sprintf("This button approves %d steps, which is not what agentd shows (×%d), so it decided nothing. Use the proposal's buttons as shown now, or reply y -N.", c.ref.Count, n))
 }
 
 // threadAgent finds the agent the click or dialog decides for (clickAgent): the thread's
@@ -234,13 +231,11 @@ func threadAgent(ctx context.Context, c *check) bool {
 		if audit {
 			c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the button names another agent than its thread's", 0)
 		}
-		c.tell(ctx, note)
-		return false
+		return c.unless(ctx, note)
 	}
 	a, err := c.r.opt.Service.Agent(ctx, id)
 	if err != nil {
-		c.tell(ctx, "This proposal's agent is gone.")
-		return false
+		return c.unless(ctx, "This proposal's agent is gone.")
 	}
 	c.a, c.ref.AgentID = a, a.ID
 	return true
@@ -263,8 +258,7 @@ func hashMatches(ctx context.Context, c *check) bool {
 		return true
 	}
 	c.audit(ctx, c.a.ID, c.a.ID, "the button's hash is not the waiting proposal's", 0)
-	c.tell(ctx, fmt.Sprintf("This button was made for the proposal at step %d (%s) as it was shown before: the preview changed since, so it decided nothing. Look again at the proposal as it is shown now and decide on it.", c.a.Pending.Step, c.a.Pending.Command))
-	return false
+	return c.unless(ctx, fmt.Sprintf("This button was made for the proposal at step %d (%s) as it was shown before: the preview changed since, so it decided nothing. Look again at the proposal as it is shown now and decide on it.", c.a.Pending.Step, c.a.Pending.Command))
 }
 
 // hashMismatch reports whether ref names a's pending proposal with a hash that is not
@@ -277,8 +271,7 @@ func hashMismatch(a *api.Agent, ref Ref) bool {
 // notExpired: chat may still decide the proposal the button names (Options.Expiry).
 func notExpired(ctx context.Context, c *check) bool {
 	if p := c.a.Pending; !c.rewinding() && p != nil && p.ID == c.ref.ProposalID && c.r.expiry.over(p) {
-		c.tell(ctx, c.r.expiry.note())
-		return false
+		return c.unless(ctx, c.r.expiry.note())
 	}
 	return true
 }
@@ -296,13 +289,11 @@ func messageAsksRewind(ctx context.Context, c *check) bool {
 	}
 	m, err := c.r.opt.Bindings.MessageAt(ctx, c.ep.a.Platform(), c.w.Channel, c.click.Message)
 	if err != nil {
-		c.tell(ctx, "Could not read which rewind this message asks, so nothing was rewound; try again.")
-		return false
+		return c.unless(ctx, "Could not read which rewind this message asks, so nothing was rewound; try again.")
 	}
 	if m == nil || m.Kind != rewindKind || m.ProposalID != c.ref.ProposalID {
 		c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the rewind button is not on the rewind question it names", 0)
-		c.tell(ctx, "This button is not on the rewind question it names, so nothing was rewound. Ask again with /agent rewind.")
-		return false
+		return c.unless(ctx, "This button is not on the rewind question it names, so nothing was rewound. Ask again with /agent rewind.")
 	}
 	c.asked = m
 	return true
@@ -317,13 +308,11 @@ func rewindAgent(ctx context.Context, c *check) bool {
 		return true
 	}
 	if c.ref.AgentID == "" {
-		c.tell(ctx, "This rewind button was made before buttons named their agent, so nothing was rewound. Ask again with /agent rewind.")
-		return false
+		return c.unless(ctx, "This rewind button was made before buttons named their agent, so nothing was rewound. Ask again with /agent rewind.")
 	}
 	a, err := c.r.opt.Service.Agent(ctx, c.ref.AgentID)
 	if err != nil {
-		c.tell(ctx, "This rewind's agent is gone.")
-		return false
+		return c.unless(ctx, "This rewind's agent is gone.")
 	}
 	c.a = a
 	return true
@@ -368,11 +357,7 @@ func (c *check) answerRewind(ctx context.Context) {
 
 // feedbackFits: the dialog's text is within the daemon's cap.
 func feedbackFits(ctx context.Context, c *check) bool {
-	if note := tooLong("Feedback", c.text); note != "" {
-		c.tell(ctx, note)
-		return false
-	}
-	return true
+	return c.unless(ctx, tooLong("Feedback", c.text))
 }
 
 // replyAgent reads the agent of the reply's thread.
@@ -385,8 +370,7 @@ func replyAgent(ctx context.Context, c *check) bool {
 // that it is gone.
 func keep[T any](ctx context.Context, c *check, what string, into *T, v T, err error) bool {
 	if err != nil {
-		c.tell(ctx, "This thread's "+what+" is gone: "+err.Error())
-		return false
+		return c.unless(ctx, "This thread's "+what+" is gone: "+err.Error())
 	}
 	*into = v
 	return true
@@ -405,12 +389,10 @@ func replyHelper(ctx context.Context, c *check) bool {
 	c.a, c.text, c.named = c.replyTarget(ctx, c.a, c.text, func(w *api.Agent) bool { return c.shownBefore(ctx, w) })
 	a := c.a
 	if c.named && a.ParentID != "" && waitingID(a) == "" {
-		c.tell(ctx, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
-		return false
+		return c.unless(ctx, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
 	}
 	if c.text == "" {
-		c.tell(ctx, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
-		return false
+		return c.unless(ctx, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
 	}
 	return true
 }
@@ -448,25 +430,22 @@ func replyRole(ctx context.Context, c *check) bool {
 				}
 			}
 			if c.a == nil || waitingID(c.a) == "" {
-				c.tell(ctx, fmt.Sprintf("Role %s has nothing waiting for you.", strings.TrimSpace(role)))
-				return false
+				return c.unless(ctx, fmt.Sprintf("Role %s has nothing waiting for you.", strings.TrimSpace(role)))
 			}
 		}
 	}
 	if c.a == nil {
-		c.a = c.r.board.bottomWaiting(agents, nil)
+		c.a = c.bottomWaiting(ctx, agents, nil)
 	}
 	if c.a == nil {
 		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", c.run.ID, c.run.Status)
 		if c.run.Status != api.TeamRunning {
 			msg += " " + orDash(c.run.Reason)
 		}
-		c.tell(ctx, msg)
-		return false
+		return c.unless(ctx, msg)
 	}
 	if c.text == "" {
-		c.tell(ctx, "Say what to tell the role after its name, like: ROLE: y")
-		return false
+		return c.unless(ctx, "Say what to tell the role after its name, like: ROLE: y")
 	}
 	return true
 }
@@ -474,11 +453,7 @@ func replyRole(ctx context.Context, c *check) bool {
 // notHelp: a question about how to reply decides nothing, whichever proposal it was
 // written for; it gets the help.
 func notHelp(ctx context.Context, c *check) bool {
-	if note := helpNote(c.a, c.text); note != "" {
-		c.tell(ctx, note)
-		return false
-	}
-	return true
+	return c.unless(ctx, helpNote(c.a, c.text))
 }
 
 // writtenForWhatWaits: a reply to an agent that waits was written for what it waits on
@@ -489,10 +464,17 @@ func writtenForWhatWaits(ctx context.Context, c *check) bool {
 	}
 	if note := c.bindReply(ctx, c.a); note != "" {
 		c.r.log.Info("bots: refused a reply written for another proposal", "platform", c.ep.a.Platform(), "agent", c.a.ID, "user", c.u.ID, "message", c.in.ID)
-		c.tell(ctx, note)
-		return false
+		return c.unless(ctx, note)
 	}
 	return true
+}
+
+// unless refuses, telling the person note, when note is set; "" passes.
+func (c *check) unless(ctx context.Context, note string) bool {
+	if note != "" {
+		c.tell(ctx, note)
+	}
+	return note == ""
 }
 
 // tell shows text to the person acting, alone.

@@ -247,7 +247,7 @@ func (c *check) decideReply(ctx context.Context, a *api.Agent, text string) erro
 	if c.r.expiry.over(a.Pending) {
 		return errors.New(c.r.expiry.note())
 	}
-	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, c.in.User.ID, c.in.User.Name, c.ep.a.Platform(), c.r.board.shownRef(a.Pending)
+	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, c.in.User.ID, c.in.User.Name, c.ep.a.Platform(), c.shownRef(ctx, a.Pending)
 	_, err = c.r.opt.Service.Decide(ctx, a.ID, req)
 	return err
 }
@@ -286,7 +286,7 @@ func (c *check) followUp(ctx context.Context, a *api.Agent, b *Binding, text str
 	if err != nil {
 		return err
 	}
-	c.r.board.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
+	c.r.board.forget(endKey(a.RunID)) // the ended run's slot is needed no more
 	b.RunID, b.EndPost, b.EndRun = na.RunID, "", ""
 	c.r.bind(ctx, *b)
 	c.ep.a.Post(ctx, b.Channel, b.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))

@@ -3,6 +3,7 @@ package bots
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/agentd/agentd/api"
 )
@@ -131,7 +132,7 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 		}
 	case api.EventResult:
 		if ev.Episode != nil {
-			po.r.board.unmarkPosted(ev.Episode.ProposalID)
+			po.r.board.forget(ev.Episode.ProposalID)
 			po.postResult(ctx, ev.AgentID, ev.Episode)
 		}
 	case api.EventQuestion:
@@ -155,12 +156,12 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 // removed closes a removed agent's open proposals and tells its threads, which the
 // event names: the store deleted them with the agent.
 func (po *poster) removed(ctx context.Context, ev api.Event) {
-	threads := make([]*Binding, len(ev.Threads))
-	for i := range ev.Threads {
-		threads[i] = &ev.Threads[i]
+	ts := po.targetsIn(ctx, ev.AgentID, ev.Threads, ev.Agent)
+	for _, t := range ts {
+		po.post(t, "closing the proposals of "+ev.AgentID, func(ctx context.Context) error {
+			return po.closeShown(ctx, t, ev.Messages, "The agent was removed before a decision.")
+		})
 	}
-	ts := po.targetsIn(ctx, ev.AgentID, threads, ev.Agent)
-	po.closeIn(ts, ev.AgentID, "The agent was removed before a decision.")
 	if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
 		for _, t := range ts {
 			po.say(t, "posting a note", FormatNote("🗑 The agent was removed."))
@@ -185,7 +186,8 @@ func finishText(ev api.Event) string {
 	return "Finished."
 }
 
-// postProposal posts a proposal with its buttons, once per platform.
+// postProposal posts a proposal with its buttons, once per platform, and records its
+// message with the Ref it shows.
 func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 	if p.Command == "ask_user" {
 		return // the question is posted instead
@@ -195,35 +197,38 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 		platform := t.ep.a.Platform()
 		posted := false // set when this post made the message: only then are its files uploaded
 		po.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
-			if m, err := po.r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
-				if m != nil && p.Status.Decidable() {
-					po.r.board.keepMessage(*m)
+			m, err := po.r.opt.Bindings.Message(ctx, p.ID, platform, "proposal")
+			if err != nil {
+				return err // the store is failing: retried, never posted twice
+			}
+			if m != nil && p.Status != api.ProposalInterrupted {
+				if p.Status.Decidable() {
 					po.r.board.messageShown(p.ID, platform, m.Message)
 				}
-				if m != nil && p.Status == api.ProposalInterrupted {
-					// Asked again (its preview went stale and was run again): the message
-					// shows the proposal as it is asked now, and its files go up again.
-					err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}, platform), t.label))
-					posted = err == nil
-					return err
-				}
-				return err // posted already (or the store is failing: retried, never posted twice)
+				return nil // posted already
 			}
 			view := ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}
-			if po.r.expiry.over(p) {
+			if m == nil && po.r.expiry.over(p) {
 				view.Closed = po.r.expiry.note()
 			}
-			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatProposal(view, platform), t.label))
+			msg := labelled(FormatProposal(view, platform), t.label)
+			if m != nil {
+				// Asked again (its preview went stale and was run again): the message shows
+				// the proposal as it is asked now, and its files go up again.
+				err = t.ep.a.Update(ctx, m.Channel, m.Message, msg)
+			} else {
+				m = &ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel}
+				m.Message, err = t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, msg)
+			}
 			if err != nil {
 				return err
 			}
 			posted = true
-			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
-				po.r.board.keepMessage(m)
-				po.r.board.messageShown(p.ID, platform, id)
+				po.r.board.messageShown(p.ID, platform, m.Message)
 			}
-			if err := po.r.opt.Bindings.SetMessage(ctx, m); err != nil {
+			m.Ref, m.Closed, m.Proposal = p.Ref(), !p.Status.Decidable(), p
+			if err := po.r.opt.Bindings.SetMessage(ctx, *m); err != nil {
 				po.r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
 			}
 			return nil
@@ -233,7 +238,6 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 		}
 	}
 	if p.Status.Decidable() {
-		po.r.board.openProposal(p)
 		po.r.board.markPosted(p.ID)
 		po.armExpiry(ctx, p)
 	}
@@ -256,41 +260,39 @@ func proposalFiles(p *api.Proposal) []proposalFile {
 	return out
 }
 
-// proposalMessage returns the message of a proposal being decided or closed on platform
-// (nil when there is none), and forgets it.
-func (po *poster) proposalMessage(ctx context.Context, proposalID, platform string) (*ChatMessage, error) {
-	kept, ok := po.r.board.takeMessage(proposalID, platform)
-	m, err := po.r.opt.Bindings.Message(ctx, proposalID, platform, "proposal")
-	if m == nil && err == nil && ok {
-		return &kept, nil
-	}
-	return m, err
-}
-
-// decided edits the proposal's messages to show the decision and who made it.
+// decided edits the proposal's messages to show the decision and who made it, and
+// closes them.
 func (po *poster) decided(ctx context.Context, agentID string, d *api.Decision) {
-	p := po.r.board.decided(d.ProposalID)
+	po.r.board.forget(d.ProposalID)
 	ts := po.targets(ctx, agentID)
 	if len(ts) == 0 {
 		return
 	}
 	grantSource := po.grantSource(ctx, agentID, d) // once, not per thread and retry
+	shown := sync.OnceValue(func() *api.Proposal {
+		return findProposal(context.WithoutCancel(ctx), po.r.opt.Service, agentID, d.ProposalID)
+	})
 	for _, t := range ts {
 		platform := t.ep.a.Platform()
 		po.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
-			m, err := po.proposalMessage(ctx, d.ProposalID, platform)
-			if err != nil || m == nil {
+			m, err := po.r.opt.Bindings.Message(ctx, d.ProposalID, platform, "proposal")
+			if err != nil || m == nil || shown() == nil {
 				return err
 			}
-			shown := p
-			if shown == nil {
-				if shown = findProposal(ctx, po.r.opt.Service, agentID, d.ProposalID); shown == nil {
-					return nil
-				}
+			view := ProposalView{Proposal: shown(), Decision: d, GrantSource: grantSource}
+			if err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label)); err != nil {
+				return err
 			}
-			view := ProposalView{Proposal: shown, Decision: d, GrantSource: grantSource}
-			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label))
+			po.closed(ctx, m)
+			return nil
 		})
+	}
+}
+
+// closed records that m takes no decision any more; a failure is logged.
+func (po *poster) closed(ctx context.Context, m *ChatMessage) {
+	if _, err := po.r.opt.Bindings.CloseMessage(ctx, m.ProposalID, m.Platform); err != nil {
+		po.r.log.Error("bots: recording a proposal's message closed", "proposal", m.ProposalID, "err", err)
 	}
 }
 
@@ -426,13 +428,11 @@ func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
 	}
 	left := po.r.opt.Expiry - po.r.opt.Now().Sub(p.CreatedAt)
 	po.r.board.armTimer(p.ID, max(left, 0), func() {
-		if !po.r.board.timerFired(p.ID) {
-			return
-		}
+		po.r.board.timerFired(p.ID)
 		for _, t := range po.targets(context.WithoutCancel(ctx), p.AgentID) {
 			po.post(t, "showing expiry of "+p.ID, func(ctx context.Context) error {
 				m, err := po.r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
-				if err != nil || m == nil {
+				if err != nil || m == nil || m.Closed {
 					return err
 				}
 				if po.r.opt.OnExpired != nil {
@@ -445,24 +445,35 @@ func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
 }
 
 // closeOpen takes the buttons off an agent's undecided proposals, which no decision can
-// reach any more (the run was stopped, or moved on to a new task).
+// reach any more (the run was stopped, or moved on to a new task): those whose messages
+// the store has open when the thread's earlier posts are done.
 func (po *poster) closeOpen(ctx context.Context, agentID, why string) {
-	po.closeIn(po.targets(ctx, agentID), agentID, why)
+	for _, t := range po.targets(ctx, agentID) {
+		po.post(t, "closing the proposals of "+agentID, func(ctx context.Context) error {
+			open, err := po.r.opt.Bindings.OpenMessages(ctx, agentID)
+			if err != nil {
+				return err
+			}
+			return po.closeShown(ctx, t, open, why)
+		})
+	}
 }
 
-// closeIn closes an agent's undecided proposals in the threads ts.
-func (po *poster) closeIn(ts []target, agentID, why string) {
-	for _, p := range po.r.board.closeOpen(agentID) {
-		for _, t := range ts {
-			po.post(t, "closing "+p.ID, func(ctx context.Context) error {
-				m, err := po.proposalMessage(ctx, p.ID, t.ep.a.Platform())
-				if err != nil || m == nil {
-					return err
-				}
-				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()), t.label))
-			})
+// closeShown edits the messages of open that are on t's platform to say why they take no
+// decision, and closes them.
+func (po *poster) closeShown(ctx context.Context, t target, open []*ChatMessage, why string) error {
+	platform := t.ep.a.Platform()
+	for _, m := range open {
+		if m.Platform != platform || m.Proposal == nil {
+			continue
 		}
+		po.r.board.forget(m.ProposalID)
+		if err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: m.Proposal, Closed: why}, platform), t.label)); err != nil {
+			return err
+		}
+		po.closed(ctx, m)
 	}
+	return nil
 }
 
 // endNote posts text, the note showing that agentID's run runID ended, to the agent's

@@ -218,6 +218,29 @@ func (m *memBindings) Message(_ context.Context, id, platform, kind string) (*Ch
 	}
 	return c, nil
 }
+func (m *memBindings) CloseMessage(_ context.Context, id, platform string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.msgs[id+platform+"proposal"]
+	if c == nil || c.Closed {
+		return false, nil
+	}
+	closed := *c
+	closed.Closed = true
+	m.msgs[id+platform+"proposal"] = &closed
+	return true, nil
+}
+func (m *memBindings) OpenMessages(_ context.Context, agentID string) ([]*ChatMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var open []*ChatMessage
+	for _, c := range m.msgs {
+		if c.Kind == "proposal" && !c.Closed && c.Proposal != nil && c.Proposal.AgentID == agentID {
+			open = append(open, c)
+		}
+	}
+	return open, nil
+}
 func (m *memBindings) MessageAt(_ context.Context, platform, channel, message string) (*ChatMessage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

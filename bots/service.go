@@ -40,6 +40,13 @@ type Bindings interface {
 	// MessageAt finds the proposal or question whose message has id message in channel
 	// (the message a reply names); nil, nil for any other message.
 	MessageAt(ctx context.Context, platform, channel, message string) (*ChatMessage, error)
+	// CloseMessage closes a proposal's message on platform to decisions and reports
+	// whether this call did: the first of a decision and a run's end edits it, once, also
+	// across restarts. Posting the proposal again (SetMessage) opens it again.
+	CloseMessage(ctx context.Context, proposalID, platform string) (bool, error)
+	// OpenMessages is the messages of an agent's proposals not closed yet, each with the
+	// proposal it shows.
+	OpenMessages(ctx context.Context, agentID string) ([]*ChatMessage, error)
 	// FirstDelivery records key, a message or click the relay handles, in scope on
 	// platform and reports whether it is new there: a redelivery of it reports false,
 	// also after a restart. Each scope keeps its last DeliveriesKept keys.

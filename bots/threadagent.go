@@ -184,11 +184,39 @@ func (c *check) replyTarget(ctx context.Context, a *api.Agent, text string, show
 	// then) among all.
 	all := append([]*api.Agent{a}, helpers...)
 	for _, shown := range []func(*api.Agent) bool{shownBefore, nil} {
-		if t := c.r.board.bottomWaiting(all, shown); t != nil {
+		if t := c.bottomWaiting(ctx, all, shown); t != nil {
 			return t, text, false
 		}
 	}
 	return a, text, false
+}
+
+// bottomWaiting is the one of agents, among those shown (nil: all), whose proposal or
+// question waiting is at the bottom of the thread: its message is the newest in the
+// platform's own order. One whose post is in flight is newer than any posted, one never
+// posted (the relay restarted before posting it) older; of two alike the first wins.
+// nil when none waits.
+func (c *check) bottomWaiting(ctx context.Context, agents []*api.Agent, shown func(*api.Agent) bool) *api.Agent {
+	var bottom *api.Agent
+	bottomMsg, rank := "", -1
+	for _, a := range agents {
+		id, kind := waitingMessage(a)
+		if id == "" || shown != nil && !shown(a) {
+			continue
+		}
+		msg, _ := c.shownMessage(ctx, id, kind)
+		r := 1 // posted
+		if msg == "" {
+			r = 0 // never posted
+			if c.r.board.posting(id) {
+				r = 2 // in flight
+			}
+		}
+		if r > rank || r == 1 && rank == 1 && c.ep.a.Before(bottomMsg, msg) {
+			bottom, bottomMsg, rank = a, msg, r
+		}
+	}
+	return bottom
 }
 
 // findProposal reads one proposal of an agent from the daemon.

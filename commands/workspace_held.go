@@ -158,19 +158,111 @@ func (h *held) sandbox(leader int) error {
 	if err != nil {
 		return fmt.Errorf("disk usage: cannot list the programs running: %w", err)
 	}
+	l := &lineage{leader: strconv.Itoa(leader), ns: ns, known: map[string]bool{}, steps: 2*len(procs) + 16}
 	for _, e := range procs {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		// A program of the sandbox runs under the daemon's uid, or a uid root reads: one
-		// whose namespace the daemon may not read is none of the run's.
-		if n, err := nsOf(e.Name()); err == nil && n == ns {
+		n, err := nsOf(e.Name())
+		switch {
+		case err == nil && n == ns:
 			if err := h.process(e.Name()); err != nil {
 				return err
 			}
+		case errors.Is(err, fs.ErrPermission) && l.ofRun(e.Name()):
+			return fmt.Errorf("disk usage: a program of the command made itself unreadable (it runs a program it may not read), "+
+				"so what it holds cannot be counted (/proc/%s/ns/pid: %w): the command was stopped; run programs the agent may read, or run agentd as root", e.Name(), err)
 		}
 	}
 	return nil
+}
+
+// lineage tells which processes whose pid namespace the daemon may not read are
+// programs of one run. Root reads every namespace; a daemon that is not root may not
+// read that of a program that is not dumpable and whose memory belongs to a user
+// namespace it has no say in: one that ran a program it may not read (execute-only, of
+// an owner its sandbox does not map: a program such as Fedora's sudo, mode 4111), which
+// the kernel makes not dumpable with its memory in the host's user namespace. Such a
+// program could hold a deleted file unseen, so it is told apart by what the kernel keeps
+// and no program can change: its uid (the daemon's, the only one its sandbox maps) and
+// its ancestry (a program of the sandbox descends from the sandbox's init, the leader's
+// child, since an orphan goes to its namespace's init).
+type lineage struct {
+	leader string
+	ns     [2]uint64
+	known  map[string]bool // verdicts of this look, by pid
+	steps  int             // bounds the parents read in one look (a loop only pid reuse could make)
+}
+
+// ofRun says whether process p is a program of the run; when it cannot tell (a
+// parent gone meanwhile that its child still names, or a walk past every process) it
+// says yes: what the measure cannot see is never taken for nothing.
+func (l *lineage) ofRun(p string) bool {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+p, &st) != nil || int(st.Uid) != os.Geteuid() {
+		return false // gone, or another uid's: no program of the run
+	}
+	chain, verdict := []string{}, false
+	for cur := p; ; {
+		if v, ok := l.known[cur]; ok {
+			verdict = v
+			break
+		}
+		if cur == l.leader {
+			verdict = true
+			break
+		}
+		if n, err := nsOf(cur); err == nil && cur != p {
+			verdict = n == l.ns
+			break
+		}
+		chain = append(chain, cur)
+		parent, err := parentOf(cur)
+		if err != nil && len(chain) > 1 {
+			// cur went away: its child was handed to another parent first, so it names
+			// that one now; if it still names cur, the walk cannot tell.
+			chain = chain[:len(chain)-1]
+			if parent, err = parentOf(chain[len(chain)-1]); err != nil || parent == cur {
+				verdict = true
+				break
+			}
+		}
+		if l.steps--; l.steps < 0 {
+			verdict = true
+			break
+		}
+		if err != nil || parent == "0" {
+			break // p is gone, or the walk reached the top of the tree
+		}
+		cur = parent
+	}
+	for _, c := range chain {
+		l.known[c] = verdict
+	}
+	return verdict
+}
+
+// parentOf is the pid of process p's parent, from /proc/p/stat.
+func parentOf(p string) (string, error) {
+	stat, err := os.ReadFile("/proc/" + p + "/stat")
+	if err != nil {
+		return "", err
+	}
+	f := statFields(stat)
+	if len(f) < 2 {
+		return "", fmt.Errorf("/proc/%s/stat: unexpected %q", p, stat)
+	}
+	return f[1], nil
+}
+
+// statFields are the fields of a /proc stat file after the program's name, which may
+// hold spaces and parentheses: state, parent, …
+func statFields(stat []byte) []string {
+	i := bytes.LastIndex(stat, []byte(") "))
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+2:]))
 }
 
 // nsOf is the pid namespace process p (a number or "self") is in.
@@ -289,15 +381,35 @@ func (h *held) file(link string) bool {
 }
 
 // unread is the error of a measure that could not read the descriptors or mappings of
-// the thread at dir; nil when it is gone or has exited (a zombie, whose files are closed).
+// the thread at dir; nil when it is gone or ending: a zombie, whose files are closed, or
+// a thread that has let go of its memory on its way out (exit(2) runs exit_mm, then
+// exit_files), whose /proc files the kernel gives to root meanwhile. Programs end all the
+// time in a command, so a look often lands there; an ending thread runs no more of the
+// program and closes what it holds next, and what marks it (the kernel's PF_EXITING flag
+// and no memory) no program can set while it runs, so a program that makes itself
+// unreadable is still not counted as nothing.
 func (h *held) unread(dir string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+	if gone(err) {
 		return nil
 	}
-	if stat, serr := os.ReadFile(dir + "/stat"); serr == nil {
-		if i := bytes.LastIndex(stat, []byte(") ")); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			return nil
+	stat, serr := os.ReadFile(dir + "/stat")
+	if gone(serr) {
+		return nil // it ended meanwhile
+	}
+	if serr == nil {
+		const pfExiting = 0x4 // PF_EXITING, set as exit(2) begins
+		// state ppid pgrp session tty tpgid flags … (the 7th) … vsize (the 21st)
+		if f := statFields(stat); len(f) > 20 {
+			flags, _ := strconv.ParseUint(f[6], 10, 64)
+			if f[0] == "Z" || f[0] == "X" || flags&pfExiting != 0 && f[20] == "0" {
+				return nil
+			}
 		}
 	}
 	return fmt.Errorf("disk usage: cannot read what a program of the command holds open (%s: %w), so the disk it takes cannot be counted: the command was stopped", dir, err)
+}
+
+// gone says whether err is that of a /proc read of a process or thread that is no more.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,17 +115,25 @@ m.flush()
 print("ready", flush=True)
 time.sleep(600)
 '`)
+	countsOrFails(t, p, ws, "cannot be measured")
+}
+
+// countsOrFails checks the measure of ws with p's programs, which hold 8 MiB there with
+// no name in a way only root may read: root counts them; a daemon that is not root fails
+// saying want, as a measure does when it cannot see.
+func countsOrFails(t *testing.T, p *Programs, ws, want string) {
+	t.Helper()
 	named, err := DiskUsage(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all, err := p.DiskUsage(ws)
 	if os.Geteuid() != 0 {
-		testutil.WantErr(t, err, "cannot be measured")
+		testutil.WantErr(t, err, want)
 		return
 	}
 	if err != nil || all < named+held8MiB {
-		t.Fatalf("the walk counts %d bytes and the run's measure %d (%v): want the 8 MiB mapped with no name or descriptor counted", named, all, err)
+		t.Fatalf("the walk counts %d bytes and the run's measure %d (%v): want the 8 MiB its programs hold with no name counted", named, all, err)
 	}
 }
 
@@ -203,4 +212,32 @@ func BenchmarkDiskWatchLook(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A program that runs a program it may not read is made not dumpable by the kernel with
+// its memory in the host's user namespace, so a daemon that is not root may not read even
+// its pid namespace: the measure of a run where such a program holds a deleted file
+// counts it (root) or fails, never takes it for none of the run's.
+func TestProgramsDiskUsageCountsOrFailsOnAProgramWhoseNamespaceItCannotRead(t *testing.T) {
+	sleep := testutil.ExecOnlyProgram(t, "/bin/sleep")
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		ws := t.TempDir()
+		p := startInPidNamespace(t, ws, `exec 3>h; rm h; head -c 8388608 /dev/zero >&3; `+sleep+` 600 & exec 3>&-; echo ready; wait`)
+		testutil.Eventually(t, time.Minute, "the program that may only be run to start", func() bool {
+			return len(processesNamed(filepath.Base(sleep))) > 0
+		})
+		countsOrFails(t, p, ws, "made itself unreadable")
+	})
+}
+
+// processesNamed lists the pids of the processes whose name (comm) is name.
+func processesNamed(name string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "comm")); err == nil && strings.TrimSpace(string(b)) == name {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
 }

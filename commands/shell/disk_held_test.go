@@ -2,6 +2,8 @@ package shell
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +42,70 @@ func TestDiskWatchCutsASandboxedCommandWritingAFileItDeleted(t *testing.T) {
 		}
 		if strings.Contains(out, "wrote 160MiB") {
 			t.Fatalf("the command ran to its end after the cut: %q", out)
+		}
+	})
+}
+
+// A sandboxed command that hands files it deleted to programs it may not read (so that a
+// daemon that is not root may not read even their pid namespace) holds 128 MiB where its
+// budget is 96: the watch cuts it, counting them (root) or failing to, never taking those
+// programs for none of the command's.
+func TestDiskWatchCutsACommandHoldingDeletedFilesInProgramsItMayNotRead(t *testing.T) {
+	sleep := testutil.ExecOnlyProgram(t, "/bin/sleep")
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t), ReadOnlyPaths: []string{filepath.Dir(sleep)}})
+		ws := workspace(t)
+		measured, err := commands.DiskUsage(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		progs := &commands.Programs{}
+		cut := make(chan error, 1)
+		stop := commands.WatchDisk(ws, measured+96<<20, measured, 0, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
+			func(_ int64, err error) { cut <- err; cancel() })
+		defer stop()
+		hand := `exec 3>h; head -c 67108864 /dev/zero >&3; rm h; ` + sleep + ` 60 & exec 3>&-; `
+		out, _ := run(commands.WithPrograms(ctx, progs), t, c, ws, shellLine(hand+hand+`sleep 3; echo held 128MiB`), time.Minute)
+		select {
+		case <-cut:
+		default:
+			t.Fatalf("a sandboxed command held 128 MiB in files it deleted, past a 96 MiB budget, and was never cut (output %q)", out)
+		}
+	})
+}
+
+// A look of the disk watch lands at any moment of a command: while bwrap sets the sandbox
+// up, while its programs start and end, while it ends. An innocent command is never cut
+// for it: a program on its way out (its /proc files are root's once it let go of its
+// memory, until it is a zombie) holds nothing, and is not taken for one that cannot be read.
+func TestDiskWatchLooksNeverFailOnAnInnocentCommandWhoseProgramsStartAndEnd(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+		ws := workspace(t)
+		for i := range 20 {
+			progs := &commands.Programs{}
+			done, failed := make(chan struct{}), make(chan error, 1)
+			go func() {
+				defer close(failed)
+				for looks := 0; ; looks++ {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if _, err := progs.DiskUsage(ws); err != nil {
+						failed <- fmt.Errorf("look %d: %w", looks, err)
+						return
+					}
+				}
+			}()
+			_, err := run(commands.WithPrograms(context.Background(), progs), t, c, ws, shellLine(`true; ls >/dev/null; echo x`), time.Minute)
+			close(done)
+			if lookErr := <-failed; lookErr != nil || err != nil {
+				t.Fatalf("command %d (error %v): a look of an innocent command failed: %v", i, err, lookErr)
+			}
 		}
 	})
 }

@@ -282,10 +282,11 @@ func (s *runs) removeTx(tx *store.Tx, all []removal) error {
 		if err != nil {
 			return err
 		}
-		c := &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}
-		for _, b := range threads {
-			c.threads = append(c.threads, *b)
+		open, err := tx.OpenChatMessages(a.ID)
+		if err != nil {
+			return err
 		}
+		c := &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish, threads: threads, messages: open}
 		if _, err := apply(tx, c); err != nil {
 			return err
 		}

@@ -47,7 +47,10 @@ type change struct {
 	finishMessage *string
 	// threads are the chat threads a removed agent's events went to (show_removed's
 	// event carries them: the store deletes them with the agent).
-	threads []api.ChatBinding
+	threads []*api.ChatBinding
+	// messages are its proposals' chat messages still open, with their proposals (the
+	// store deletes them too).
+	messages []*api.ChatMessage
 	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
 	// restores, and who asked.
 	ckpt   *checkpoints
@@ -415,7 +418,7 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		ev.Message = c.ev.Detail
 		return ev
 	case api.EventRemoved:
-		ev.Threads = c.threads
+		ev.Threads, ev.Messages = c.threads, c.messages
 	case api.EventProposal:
 		ev.Proposal = c.proposalShown(out)
 	}

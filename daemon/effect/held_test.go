@@ -26,6 +26,23 @@ func TestRunAheadWritingAFileItDeletedIsStoppedAtItsRoom(t *testing.T) {
 	})
 }
 
+// A run ahead whose program makes itself not dumpable (prctl PR_SET_DUMPABLE 0), so that a
+// daemon that is not root may not read what it holds, and then holds a deleted file past
+// its room is stopped, not missed: the measure that cannot read it fails, and a failed
+// measure stops the run.
+func TestRunAheadThatMakesItselfUnreadableWhileHoldingADeletedFileIsStopped(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		f.room = 16 << 20
+		eff, out := f.run(t, `python3 -c 'import os,time,ctypes; ctypes.CDLL(None).prctl(4,0,0,0,0); fd=os.open("h",os.O_CREAT|os.O_WRONLY,0o600); os.unlink("h"); os.posix_fallocate(fd,0,160<<20); time.sleep(3); print("HELD-160MiB")'`)
+		// As root the quota refuses the 160 MiB: the program fails before it prints.
+		stopped := os.Geteuid() == 0 || eff.None != ""
+		if strings.Contains(eff.Output+out, "HELD-160MiB") || !stopped {
+			t.Fatalf("a run ahead that made itself unreadable held 160 MiB in a file it deleted, past its 16 MiB room: preview %q, output %q", eff.None, eff.Output+out)
+		}
+	})
+}
+
 // A run ahead that allocates 160 MiB to a file it deleted and keeps its only descriptor
 // in a socket's queue (SCM_RIGHTS), where no /proc listing names it, is stopped and its
 // preview does not stand: as root its quota refuses the allocation; a daemon that is not

@@ -64,38 +64,63 @@ func (t *Tx) ThreadsOf(agentID string) ([]*Binding, error) {
 		ORDER BY created_at, platform`, agentID, MaxHelperHops)
 }
 
-// SetChatMessage records the message posted for a proposal or a question.
+// SetChatMessage records the message posted for a proposal or a question, open to
+// decisions unless m.Closed; a proposal asked again is open again.
 func (t *Tx) SetChatMessage(m *ChatMessage) error {
 	m.PostedAt = t.now
-	return t.write("chat message", `INSERT OR REPLACE INTO chat_messages (proposal_id, platform, kind, channel, message, posted_at) VALUES (?,?,?,?,?,?)`,
-		m.ProposalID, m.Platform, m.Kind, m.Channel, m.Message, ms(t.now))
+	closed := int64(0)
+	if m.Closed {
+		closed = max(ms(t.now), 1)
+	}
+	return t.write("chat message", `INSERT OR REPLACE INTO chat_messages (proposal_id, platform, kind, channel, message, posted_at, shown_ref, closed_at) VALUES (?,?,?,?,?,?,?,?)`,
+		m.ProposalID, m.Platform, m.Kind, m.Channel, m.Message, ms(t.now), m.Ref, closed)
+}
+
+const chatMessageCols = `proposal_id, platform, kind, channel, message, posted_at, shown_ref, closed_at`
+
+func scanChatMessage(sc scanner) (*ChatMessage, error) {
+	var m ChatMessage
+	var at, closed int64
+	if err := sc.Scan(&m.ProposalID, &m.Platform, &m.Kind, &m.Channel, &m.Message, &at, &m.Ref, &closed); err != nil {
+		return nil, rowError("chat message", err)
+	}
+	m.PostedAt, m.Closed = fromMS(at), closed != 0
+	return &m, nil
 }
 
 // ChatMessage returns the message posted for a proposal or question, or ErrNotFound.
 func (t *Tx) ChatMessage(proposalID, platform, kind string) (*ChatMessage, error) {
-	m := ChatMessage{ProposalID: proposalID, Platform: platform, Kind: kind}
-	var at int64
-	err := t.queryRow(`SELECT channel, message, posted_at FROM chat_messages WHERE proposal_id = ? AND platform = ? AND kind = ?`,
-		proposalID, platform, kind).Scan(&m.Channel, &m.Message, &at)
-	if err != nil {
-		return nil, rowError("chat message", err)
-	}
-	m.PostedAt = fromMS(at)
-	return &m, nil
+	return scanChatMessage(t.queryRow(`SELECT `+chatMessageCols+` FROM chat_messages WHERE proposal_id = ? AND platform = ? AND kind = ?`,
+		proposalID, platform, kind))
 }
 
 // ChatMessageAt returns the proposal's or question's message with the platform's id
 // message in channel (what a chat reply names as the message it answers), or ErrNotFound.
 func (t *Tx) ChatMessageAt(platform, channel, message string) (*ChatMessage, error) {
-	m := ChatMessage{Platform: platform, Channel: channel, Message: message}
-	var at int64
-	err := t.queryRow(`SELECT proposal_id, kind, posted_at FROM chat_messages WHERE platform = ? AND channel = ? AND message = ? ORDER BY posted_at DESC LIMIT 1`,
-		platform, channel, message).Scan(&m.ProposalID, &m.Kind, &at)
-	if err != nil {
-		return nil, rowError("chat message", err)
+	return scanChatMessage(t.queryRow(`SELECT `+chatMessageCols+` FROM chat_messages WHERE platform = ? AND channel = ? AND message = ? ORDER BY posted_at DESC LIMIT 1`,
+		platform, channel, message))
+}
+
+// CloseChatMessage closes a proposal's message on platform to decisions and reports
+// whether this call did: a second close reports false, whoever closes first, until the
+// proposal is posted (asked) again.
+func (t *Tx) CloseChatMessage(proposalID, platform string) (bool, error) {
+	return t.affected("close chat message", `UPDATE chat_messages SET closed_at = ? WHERE proposal_id = ? AND platform = ? AND kind = 'proposal' AND closed_at = 0`,
+		max(ms(t.now), 1), proposalID, platform)
+}
+
+// OpenChatMessages returns the messages of agentID's proposals not closed yet, each
+// with its proposal, oldest first.
+func (t *Tx) OpenChatMessages(agentID string) ([]*ChatMessage, error) {
+	out, err := queryAll(t, nil, "open chat messages", scanChatMessage, `SELECT `+chatMessageCols+` FROM chat_messages
+		WHERE kind = 'proposal' AND closed_at = 0 AND proposal_id IN (SELECT id FROM proposals WHERE agent_id = ?)
+		ORDER BY posted_at, platform`, agentID)
+	for _, m := range out {
+		if err == nil {
+			m.Proposal, err = t.Proposal(m.ProposalID)
+		}
 	}
-	m.PostedAt = fromMS(at)
-	return &m, nil
+	return out, err
 }
 
 // AnswerChatMessage records the first answer to the question posted as message in

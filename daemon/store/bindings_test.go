@@ -443,3 +443,55 @@ func TestThreadsOfWalksToTheNearestBoundParent(t *testing.T) {
 		return nil
 	})
 }
+
+// A proposal's message keeps the Ref it shows and is closed once: the first close wins,
+// the agent's open messages (with their proposals) no longer list it, and posting the
+// proposal again (asked again) opens it again. Across a reopen, as across a relay restart.
+func TestChatMessageClosesOnceAndOpensWhenPostedAgain(t *testing.T) {
+	s, path := open(t)
+	a := seed(t, s)
+	mustTx(t, s, func(tx *Tx) error {
+		if err := tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2", Ref: "ref-shown"}); err != nil {
+			return err
+		}
+		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "question", Channel: "C1", Message: "100.3"})
+	})
+	s = reopen(t, s, path)
+	closeIt := func() (first bool) {
+		mustTx(t, s, func(tx *Tx) (err error) { first, err = tx.CloseChatMessage("p-1", "slack"); return err })
+		return first
+	}
+	openOnes := func() (open []*ChatMessage) {
+		mustView(t, s, func(tx *Tx) (err error) { open, err = tx.OpenChatMessages(a.ID); return err })
+		return open
+	}
+	open := openOnes()
+	if len(open) != 1 || open[0].Kind != "proposal" || open[0].Ref != "ref-shown" || open[0].Closed || open[0].Proposal == nil || open[0].Proposal.Command != "read_file" {
+		t.Fatalf("open messages = %+v, want the proposal's, with its Ref and proposal", open)
+	}
+	if !closeIt() || closeIt() {
+		t.Fatal("closing twice: want the first close to report true and the second false")
+	}
+	if open := openOnes(); len(open) != 0 {
+		t.Errorf("open after closing = %+v", open)
+	}
+	mustView(t, s, func(tx *Tx) error {
+		m, err := tx.ChatMessage("p-1", "slack", "proposal")
+		if err == nil && (!m.Closed || m.Ref != "ref-shown") {
+			t.Errorf("closed message read back = %+v", m)
+		}
+		return err
+	})
+	mustTx(t, s, func(tx *Tx) error {
+		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2", Ref: "ref-again"})
+	})
+	if open := openOnes(); len(open) != 1 || open[0].Ref != "ref-again" {
+		t.Errorf("open after posting again = %+v, want it open with the new Ref", open)
+	}
+	mustTx(t, s, func(tx *Tx) error {
+		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "discord", Kind: "proposal", Channel: "C9", Message: "9", Closed: true})
+	})
+	if open := openOnes(); len(open) != 1 || open[0].Platform != "slack" {
+		t.Errorf("a message recorded closed is listed open: %+v", open)
+	}
+}

@@ -439,6 +439,10 @@ var migrations = []string{
 	// row: a rewind question takes one answer for as long as it can be clicked, across
 	// restarts and however many others are answered (AnswerChatMessage).
 	`ALTER TABLE chat_messages ADD COLUMN answered_at INTEGER NOT NULL DEFAULT 0;`,
+	// What a proposal's message shows (the Ref a typed reply approves), and when it was
+	// closed to decisions (0: open): the relay reads both here instead of keeping a copy.
+	`ALTER TABLE chat_messages ADD COLUMN shown_ref TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chat_messages ADD COLUMN closed_at INTEGER NOT NULL DEFAULT 0;`,
 	// What a step wrote that could not be checked, waiting for a person ('' for nothing):
 	// written with the step's end, cleared by a person's resume (api.Agent.Unchecked).
 	`ALTER TABLE agents ADD COLUMN unchecked TEXT NOT NULL DEFAULT '';`,

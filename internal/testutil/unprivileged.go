@@ -113,3 +113,42 @@ func unprivilegedCopy() (string, error) {
 	}
 	return dir, err
 }
+
+// execOnlyEnv names, for the run as Unprivileged, the copy ExecOnlyProgram made.
+const execOnlyEnv = "AGENTD_TEST_EXEC_ONLY"
+
+// ExecOnlyProgram is a copy of the program at src that root owns and no one may read,
+// only run (mode 0111, as some systems ship sudo), in a folder every uid may enter. Call
+// it before AsRootAndNot or AsUnprivileged: as root it makes the copy and names it in the
+// environment the run as Unprivileged inherits, where it returns that name. A suite not
+// run as root cannot make one: the test is skipped.
+func ExecOnlyProgram(t *testing.T, src string) string {
+	t.Helper()
+	if p := os.Getenv(execOnlyEnv); p != "" || os.Geteuid() != 0 {
+		if p == "" {
+			t.Skip("needs a program root owns that may only be run (mode 0111), which only a suite run as root makes")
+		}
+		return p
+	}
+	dir, err := os.MkdirTemp("", "execonly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Skipf("no %s to copy: %v", src, err)
+	}
+	p := filepath.Join(dir, "execonly-"+filepath.Base(src))
+	if err := os.WriteFile(p, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o111); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(execOnlyEnv, p)
+	return p
+}

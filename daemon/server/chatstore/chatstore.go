@@ -82,6 +82,23 @@ func (s Bindings) Answer(ctx context.Context, platform, channel, message string)
 	return first, err
 }
 
+// CloseMessage closes a proposal's message on platform to decisions and reports whether
+// this call did (the first close wins).
+func (s Bindings) CloseMessage(ctx context.Context, proposalID, platform string) (bool, error) {
+	var first bool
+	err := s.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		first, err = tx.CloseChatMessage(proposalID, platform)
+		return err
+	})
+	return first, err
+}
+
+// OpenMessages returns the messages of an agent's proposals still open to decisions, each
+// with its proposal.
+func (s Bindings) OpenMessages(ctx context.Context, agentID string) ([]*bots.ChatMessage, error) {
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.ChatMessage, error) { return tx.OpenChatMessages(agentID) })
+}
+
 // absent is err, but nil for a row that is not there: the relay's nil, nil.
 func absent(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
