@@ -15,8 +15,10 @@
 # page is refused: its viewers are a list (man.viewer) the repository's entries head,
 # which no later setting takes back. A subcommand that is not git's own (an alias) is
 # refused, and so are the ones whose work is to run a tool the config names (difftool...).
-# Rebase, am, cherry-pick and revert refuse a repository stopped in one of them, in every
-# run: its state files (a rebase's todo list) name commands --continue runs.
+# Rebase, am, cherry-pick and revert refuse a repository stopped in one of them (any entry
+# at their state paths, a dangling link too), in every run: its state files (a rebase's
+# todo list) name commands --continue runs; and every form that resumes one is refused
+# before any state is read, since the run could write that state after a check.
 #
 # git reads the config again after this checked it, so this takes only a repository whose
 # config no process of the run can change in between (the other side of a pipe, tee -a
@@ -102,6 +104,32 @@ tool() {
 }
 if tool "$@"; then
 	echo "agentd: a bounded git runs no difftool, mergetool, browser or imap tunnel: each runs a program the repository's config names. Use git diff, or approve the command yourself (y)." >&2
+	exit 128
+fi
+
+# resumes ARGS...: whether git's subcommand goes on with, edits, shows or ends a stopped
+# rebase, am, cherry-pick or revert. A stopped one is refused in every run (below), so a
+# bounded git has no use for these, and their state files (a rebase's todo, whose exec
+# lines --continue runs) are ones this run may write after any check of them: refused
+# before any is read. --abort and --quit too: they run no exec line but set HEAD and the
+# branch from those same files, to a commit of the run's choosing.
+resumes() {
+	shift "$k"
+	case ${1-} in rebase | am | cherry-pick | revert) ;; *) return 1 ;; esac
+	s=$1
+	shift
+	[ "$s" = am ] && [ "$#" -eq 0 ] && return 0 # no patches: am goes on with a stopped one
+	for a; do
+		case $a in
+		--continue | --skip | --edit-todo | --quit | --abort | --resolved | --show-current-patch*) return 0 ;;
+		-r) [ "$s" = am ] && return 0 ;; # am's --resolved (rebase's -r is --rebase-merges)
+		--) return 1 ;;
+		esac
+	done
+	return 1
+}
+if resumes "$@"; then
+	echo "agentd: refused: a bounded git does not resume, edit or end a repository stopped in a rebase, am, cherry-pick or revert (--continue, --skip, --edit-todo, --abort, --quit, am with no patch): their state files name commands git would run (a rebase's exec lines), and this run could write them after any check. Finish or abort the rebase (or am, cherry-pick, revert) outside the agent, e.g. git rebase --abort, or approve the command yourself (y)." >&2
 	exit 128
 fi
 
@@ -235,7 +263,7 @@ sequencer() {
 # copy of the repository where the run may write (/tmp) goes on as well.
 if sequencer "$@" && state=$(here 8 rev-parse --path-format=absolute --git-path rebase-merge --git-path rebase-apply --git-path sequencer "$@" 2>/dev/null); then
 	while IFS= read -r p; do
-		if [ -e "$p" ]; then
+		if [ -e "$p" ] || [ -L "$p" ]; then # a link, dangling or not: the run can fill it
 			echo "agentd: refused: this repository is stopped in a rebase, am, cherry-pick or revert ($p), whose files name commands git would run (a rebase's exec lines). Approve the command yourself (y), or ask a person to run git rebase --abort (or am/cherry-pick/revert --abort)." >&2
 			exit 128
 		fi
