@@ -107,32 +107,6 @@ if tool "$@"; then
 	exit 128
 fi
 
-# resumes ARGS...: whether git's subcommand goes on with, edits, shows or ends a stopped
-# rebase, am, cherry-pick or revert. A stopped one is refused in every run (below), so a
-# bounded git has no use for these, and their state files (a rebase's todo, whose exec
-# lines --continue runs) are ones this run may write after any check of them: refused
-# before any is read. --abort and --quit too: they run no exec line but set HEAD and the
-# branch from those same files, to a commit of the run's choosing.
-resumes() {
-	shift "$k"
-	case ${1-} in rebase | am | cherry-pick | revert) ;; *) return 1 ;; esac
-	s=$1
-	shift
-	[ "$s" = am ] && [ "$#" -eq 0 ] && return 0 # no patches: am goes on with a stopped one
-	for a; do
-		case $a in
-		--continue | --skip | --edit-todo | --quit | --abort | --resolved | --show-current-patch*) return 0 ;;
-		-r) [ "$s" = am ] && return 0 ;; # am's --resolved (rebase's -r is --rebase-merges)
-		--) return 1 ;;
-		esac
-	done
-	return 1
-}
-if resumes "$@"; then
-	echo "agentd: refused: a bounded git does not resume, edit or end a repository stopped in a rebase, am, cherry-pick or revert (--continue, --skip, --edit-todo, --abort, --quit, am with no patch): their state files name commands git would run (a rebase's exec lines), and this run could write them after any check. Finish or abort the rebase (or am, cherry-pick, revert) outside the agent, e.g. git rebase --abort, or approve the command yourself (y)." >&2
-	exit 128
-fi
-
 # The repository git works in is the one found here, named to it (GIT_DIR, GIT_COMMON_DIR,
 # GIT_WORK_TREE), and taken only when its config is a file this run cannot change (fixed):
 # a .git a pipe's other side makes nearer, or a line added to the config, after this
@@ -253,6 +227,32 @@ $keys
 KEYS
 export GIT_CONFIG_COUNT="$n"
 
+# resumes ARGS...: whether git's subcommand goes on with, edits, shows or ends a stopped
+# rebase, am, cherry-pick or revert. A stopped one is refused in every run (below), so a
+# bounded git has no use for these, and their state files (a rebase's todo, whose exec
+# lines --continue runs) are ones this run may write after any check of them: refused
+# before any is read. --abort and --quit too: they run no exec line but set HEAD and the
+# branch from those same files, to a commit of the run's choosing.
+resumes() {
+	shift "$k"
+	case ${1-} in rebase | am | cherry-pick | revert) ;; *) return 1 ;; esac
+	s=$1
+	shift
+	[ "$s" = am ] && [ "$#" -eq 0 ] && return 0 # no patches: am goes on with a stopped one
+	for a; do
+		case $a in
+		--continue | --skip | --edit-todo | --quit | --abort | --resolved | --show-current-patch*) return 0 ;;
+		-r) [ "$s" = am ] && return 0 ;; # am's --resolved (rebase's -r is --rebase-merges)
+		--) return 1 ;;
+		esac
+	done
+	return 1
+}
+if resumes "$@"; then
+	echo "agentd: refused: a bounded git does not resume, edit or end a repository stopped in a rebase, am, cherry-pick or revert (--continue, --skip, --edit-todo, --abort, --quit, am with no patch): their state files name commands git would run (a rebase's exec lines), and this run could write them after any check. Finish or abort the rebase (or am, cherry-pick, revert) outside the agent, e.g. git rebase --abort, or approve the command yourself (y)." >&2
+	exit 128
+fi
+
 # sequencer ARGS...: whether git's subcommand goes on with a stopped rebase, am,
 # cherry-pick or revert (the commands git itself starts while one runs are not these).
 sequencer() {
@@ -260,8 +260,10 @@ sequencer() {
 	case ${1-} in rebase | am | cherry-pick | revert) ;; *) return 1 ;; esac
 }
 # A sequencer command refuses a repository stopped in one of them, read-only or not: a
-# copy of the repository where the run may write (/tmp) goes on as well.
-if sequencer "$@" && state=$(here 8 rev-parse --path-format=absolute --git-path rebase-merge --git-path rebase-apply --git-path sequencer "$@" 2>/dev/null); then
+# copy of the repository where the run may write (/tmp) goes on as well. The paths are
+# $GIT_DIR's (absolute, above) as named, not resolved (--path-format=absolute would follow
+# a dangling link to a path that is not there yet): any entry there, a link too, is one.
+if sequencer "$@" && state=$(here 7 rev-parse --git-path rebase-merge --git-path rebase-apply --git-path sequencer "$@" 2>/dev/null); then
 	while IFS= read -r p; do
 		if [ -e "$p" ] || [ -L "$p" ]; then # a link, dangling or not: the run can fill it
 			echo "agentd: refused: this repository is stopped in a rebase, am, cherry-pick or revert ($p), whose files name commands git would run (a rebase's exec lines). Approve the command yourself (y), or ask a person to run git rebase --abort (or am/cherry-pick/revert --abort)." >&2

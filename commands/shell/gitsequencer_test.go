@@ -117,7 +117,8 @@ func TestBoundedGitRefusesEveryFormThatResumesASequencer(t *testing.T) {
 }
 
 // TestBoundedGitTakesAnyEntryAtASequencerPathAsStopped: a link at a rebase's state path,
-// dangling or not, is a stopped rebase to a bounded git, which refuses a fresh rebase
+// dangling or not, is a stopped rebase to a bounded git (git rev-parse --path-format=absolute
+// would name the link's target, not there yet), which refuses a fresh rebase
 // there; and state unpacked there after its check is git's own refusal: a rebase or a
 // cherry-pick does not start while the state is there, and runs none of its exec lines.
 func TestBoundedGitTakesAnyEntryAtASequencerPathAsStopped(t *testing.T) {
