@@ -51,7 +51,7 @@ type Options struct {
 	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
 	OnAgentRemoved func(id string)
 	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
-	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	// its [agents.NAME] table or `agentctl budget` say otherwise; zero bounds nothing.
 	AgentBudget run.Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
