@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
 	ollama "github.com/ollama/ollama/api"
 )
@@ -195,5 +196,22 @@ func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 	}
 	if !has["read_file"] || has["write_file"] || has["list_folder"] {
 		t.Errorf("bob's commands after reload = %v, want read_file and not write_file or list_folder", has)
+	}
+}
+
+// TestAgentTableBudgetReplacesOnlyTheFieldsItSets: an [agents.NAME] table's max_steps
+// bounds that agent's steps while [agent]'s other bounds still hold; a table that sets
+// no bound leaves [agent]'s budget as it is.
+func TestAgentTableBudgetReplacesOnlyTheFieldsItSets(t *testing.T) {
+	cfg := config.Default()
+	cfg.Agent.MaxSteps, cfg.Agent.MaxTokens = 30, 1000
+	cfg.Agents = map[string]config.AgentOverride{"poller": {MaxSteps: new(5)}, "plain": {Allow: []string{"read_file(*)"}}}
+	opt := OptionsOf(cfg)
+	b := &budgets{base: opt.AgentBudget, overrides: opt.Agents}
+	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "poller"}}); got.MaxSteps != 5 || got.MaxTokens != 1000 {
+		t.Errorf("poller's budget = %+v, want 5 steps and [agent]'s 1000 tokens", got)
+	}
+	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "plain"}}); got != opt.AgentBudget {
+		t.Errorf("plain's budget = %+v, want [agent]'s %+v", got, opt.AgentBudget)
 	}
 }
