@@ -102,37 +102,6 @@ func TestStrangersDialogAndUnservedChannelDecideNothing(t *testing.T) {
 	}
 }
 
-func TestDirectMessageRun(t *testing.T) {
-	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "dm"}))
-	e.say(uAlice, eDM, "touch dm")
-	e.wait("the run's note in the DM", func() bool { return hasText(e.fake.Messages(eDM), "is on it") })
-	e.wait("the proposal", func() bool { return hasText(e.fake.Messages(eDM), "Step 1: ") })
-	e.say(uAlice, eDM, "y")
-	e.wait("the result", func() bool { return hasText(e.fake.Messages(eDM), "touched dm") })
-}
-
-func TestGatewayDroppedMidApproval(t *testing.T) {
-	e := newEnv(t)
-	thread, p := e.touchRun("touch", "x")
-	resumes := e.resumes()
-	e.fake.Drop()
-	in := e.click(uAlice, thread, p, ActionApprove) // held by the fake until the bot resumes
-	e.wait("a resumed connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
-	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
-	if r := e.fake.InteractionResponse(in.ID); r.Type != 6 {
-		t.Errorf("the replayed click was answered with %+v", r)
-	}
-	e.settle()
-	// A reconnect request (op 7) is survived too.
-	resumes = e.resumes()
-	e.fake.RequestReconnect()
-	e.wait("another connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
-	fin := e.proposal(thread, 2)
-	e.click(uAlice, thread, fin, ActionApprove)
-	e.wait("the finish", func() bool { return hasText(e.fake.Messages(thread), "Finished") })
-}
-
 // resumes counts RESUME payloads the bot sent.
 func (e *env) resumes() int {
 	n := 0

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -339,3 +340,41 @@ func (c discordChat) Asks(thread string, m chattest.Msg) bool {
 }
 
 func (c discordChat) Hold(text string) func() { return c.held.Hold(text) }
+
+// ClicksAnswered waits for u's button clicks to be answered: a deferred update (6),
+// or the dialog a feedback button opens (9).
+func (c discordChat) ClicksAnswered(u chattest.User) {
+	c.t.Helper()
+	c.mu.Lock()
+	ins := slices.Clone(c.ins[discordUsers[u].ID])
+	c.mu.Unlock()
+	for _, in := range ins {
+		if in.Type != fakediscord.InteractionMessageComponent {
+			continue
+		}
+		c.wait("the click answered", func() bool { return c.fake.InteractionResponse(in.ID).Responded })
+		if r := c.fake.InteractionResponse(in.ID); r.Type != fakediscord.CallbackDeferredUpdateMessage && r.Type != fakediscord.CallbackModal {
+			c.t.Errorf("the click was answered with %+v, want a deferred update (6)", r)
+		}
+	}
+}
+
+// Drop drops the gateway connection; the fake holds what happens meanwhile until the
+// bot resumes.
+func (c discordChat) Drop() func() {
+	resumes := c.resumes()
+	c.fake.Drop()
+	return func() {
+		c.wait("a resumed connection", func() bool { return c.resumes() > resumes && c.fake.Connections() == 1 })
+	}
+}
+
+func (c discordChat) AskReconnect() {
+	c.settle()
+	resumes := c.resumes()
+	c.fake.RequestReconnect()
+	c.wait("another connection", func() bool { return c.resumes() > resumes && c.fake.Connections() == 1 })
+}
+
+func (c discordChat) SayDirect(u chattest.User, text string) { c.say(discordUsers[u], eDM, text) }
+func (c discordChat) DirectPosted() []string                 { return contentsOf(c.fake.Messages(eDM)) }

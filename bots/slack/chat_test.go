@@ -3,6 +3,7 @@ package slack
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +24,7 @@ func newChat(t testing.TB) *slackChat {
 	wrap, held, handled := chattest.Held()
 	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
 	e.WithTeams(t, map[string]string{})
-	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}}
+	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}, clicks: map[string][]string{}}
 }
 
 // slackChat is the Slack harness as the scenarios drive it.
@@ -33,6 +34,8 @@ type slackChat struct {
 	handled *chattest.HandledRelay
 	mu      sync.Mutex
 	sent    map[string]string // message ts → its envelope, to deliver again
+	clicks  map[string][]string // user → the envelopes of their clicks
+	dm      string              // the direct message's thread, once one started it
 }
 
 var slackUsers = map[chattest.User]string{chattest.Approver: approver, chattest.GroupApprover: member, chattest.Stranger: stranger,
@@ -116,7 +119,58 @@ func (c *slackChat) Files(thread string) map[string]string {
 }
 
 func (c *slackChat) Click(u chattest.User, thread string, m chattest.Msg, action string) {
-	c.click(slackUsers[u], thread, m.Raw.(fakeslack.Message), action)
+	env := c.click(slackUsers[u], thread, m.Raw.(fakeslack.Message), action)
+	c.mu.Lock()
+	c.clicks[slackUsers[u]] = append(c.clicks[slackUsers[u]], env)
+	c.mu.Unlock()
+}
+
+func (c *slackChat) ClicksAnswered(u chattest.User) {
+	c.mu.Lock()
+	envs := slices.Clone(c.clicks[slackUsers[u]])
+	c.mu.Unlock()
+	for _, env := range envs {
+		c.wait("the click acked", func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok })
+	}
+}
+
+// Drop drops the socket; Slack queues what happens meanwhile for the next connection.
+func (c *slackChat) Drop() func() {
+	n := c.connectionCount()
+	c.slack.Drop()
+	return func() { c.wait("a reconnect", func(v fakeslack.View) bool { return v.Connections() > n && v.Connected() }) }
+}
+
+func (c *slackChat) AskReconnect() {
+	n := c.connectionCount()
+	c.slack.Disconnect()
+	c.wait("another connection", func(v fakeslack.View) bool { return v.Connections() > n && v.Connected() })
+}
+
+// connectionCount is how many socket connections the bot has opened so far.
+func (c *slackChat) connectionCount() (n int) {
+	c.slack.Wait(0, func(v fakeslack.View) bool { n = v.Connections(); return true })
+	return n
+}
+
+const dmChannel = "D1"
+
+func (c *slackChat) SayDirect(u chattest.User, text string) {
+	_, ts := c.slack.Say(slackUsers[u], dmChannel, "im", c.dm, text, false)
+	if c.dm == "" {
+		c.dm = ts
+	}
+}
+
+func (c *slackChat) DirectPosted() []string {
+	var out []string
+	c.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(dmChannel, c.dm) {
+			out = append(out, m.Text+"\n"+string(m.Blocks))
+		}
+		return true
+	})
+	return out
 }
 
 // ForgeClick waits for the click's ack too: the refusal may be posted before the ack
