@@ -33,7 +33,7 @@ type slackChat struct {
 	held    *chattest.HoldingRelay
 	handled *chattest.HandledRelay
 	mu      sync.Mutex
-	sent    map[string]string // message ts → its envelope, to deliver again
+	sent    map[string]string   // message ts → its envelope, to deliver again
 	clicks  map[string][]string // user → the envelopes of their clicks
 	dm      string              // the direct message's thread, once one started it
 }
@@ -138,7 +138,9 @@ func (c *slackChat) ClicksAnswered(u chattest.User) {
 func (c *slackChat) Drop() func() {
 	n := c.connectionCount()
 	c.slack.Drop()
-	return func() { c.wait("a reconnect", func(v fakeslack.View) bool { return v.Connections() > n && v.Connected() }) }
+	return func() {
+		c.wait("a reconnect", func(v fakeslack.View) bool { return v.Connections() > n && v.Connected() })
+	}
 }
 
 func (c *slackChat) AskReconnect() {
