@@ -15,44 +15,14 @@ import (
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
-func TestMentionStartsRunApprovedByClicks(t *testing.T) {
+// A mention's run gets a public thread under the channel, on a gateway opened with the
+// declared intents. (The run itself is the mention_starts_a_run_approved_by_a_click
+// scenario.)
+func TestMentionRunsInAPublicThread(t *testing.T) {
 	e := newEnv(t)
-	for _, w := range []string{"a", "b", "c"} {
-		e.Script(reply("bots_test_touch", map[string]string{"what": w}))
-	}
-	thread := e.startRun("touch three things")
+	thread, _ := e.touchRun("touch", "x")
 	if ch, ok := e.fake.Channel(thread); !ok || ch.ParentID != eChannel || ch.Type != fakediscord.ChannelPublicThread {
 		t.Fatalf("thread = %+v, %v", ch, ok)
-	}
-	p := e.proposal(thread, 1)
-	for _, a := range []Action{ActionApprove, ActionApproveN, ActionDeny, ActionFeedback} {
-		customID(t, p, a)
-	}
-	// The agent's words are escaped and ping nobody; the plan is shown.
-	if !strings.Contains(p.Content, `I will bots\_test\_touch \*\*now\*\* @`+zwsp+`everyone`) || !strings.Contains(p.Content, "**Plan:**\n> ") {
-		t.Errorf("proposal = %q", p.Content)
-	}
-	if p.MentionEveryone || len(p.Mentions) != 0 {
-		t.Errorf("a proposal pinged: %+v", p)
-	}
-	chattest.Drain()
-	in := e.click(uAlice, thread, p, ActionApproveN)
-	e.decided(p.ID, "Approved ×3** by <@"+uAlice.ID+">")
-	if r := e.fake.InteractionResponse(in.ID); !r.Responded || r.Type != 6 {
-		t.Errorf("click answered with %+v, want a deferred update (6)", r)
-	}
-	chattest.TouchedInOrder(e.t, "a", "b", "c")
-	e.wait("three results", func() bool {
-		ms := e.fake.Messages(thread)
-		return hasText(ms, "touched a") && hasText(ms, "touched b") && hasText(ms, "touched c")
-	})
-	fin := e.proposal(thread, 4)
-	e.say(uAlice, thread, "y")
-	e.decided(fin.ID, "Approved** by <@"+uAlice.ID+">")
-	e.wait("the finish note", func() bool { return hasText(e.fake.Messages(thread), "Finished: all done") })
-
-	if strings.Contains(e.Logs.String(), e.fake.Token()) {
-		t.Error("the token is in the logs")
 	}
 	if got := e.fake.Intents(); got != int(Intents) {
 		t.Errorf("intents = %d, want %d", got, Intents)

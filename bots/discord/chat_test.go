@@ -123,9 +123,12 @@ func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 
 func (c discordChat) Text(_ string, m chattest.Msg) string {
 	c.t.Helper()
-	content := m.Raw.(fakediscord.Message).Content
-	checkContent(c.t, content)
-	return content
+	shown := m.Raw.(fakediscord.Message)
+	checkContent(c.t, shown.Content)
+	if shown.MentionEveryone || len(shown.Mentions) != 0 {
+		c.t.Errorf("the message pinged: %+v", shown)
+	}
+	return shown.Content
 }
 func (c discordChat) Code(text string) string    { return codeBlock(text) }
 func (c discordChat) Escaped(text string) string { return Escape(text) }
@@ -341,8 +344,8 @@ func (c discordChat) Asks(thread string, m chattest.Msg) bool {
 
 func (c discordChat) Hold(text string) func() { return c.held.Hold(text) }
 
-// ClicksAnswered waits for u's button clicks to be answered: a deferred update (6),
-// or the dialog a feedback button opens (9).
+// ClicksAnswered waits for u's button clicks to be answered: by a deferred update (6),
+// a feedback button's by its dialog (9).
 func (c discordChat) ClicksAnswered(u chattest.User) {
 	c.t.Helper()
 	c.mu.Lock()
@@ -353,8 +356,12 @@ func (c discordChat) ClicksAnswered(u chattest.User) {
 			continue
 		}
 		c.wait("the click answered", func() bool { return c.fake.InteractionResponse(in.ID).Responded })
-		if r := c.fake.InteractionResponse(in.ID); r.Type != fakediscord.CallbackDeferredUpdateMessage && r.Type != fakediscord.CallbackModal {
-			c.t.Errorf("the click was answered with %+v, want a deferred update (6)", r)
+		want := fakediscord.CallbackDeferredUpdateMessage
+		if id, _ := ParseCustomID(customIDOf(in)); id.Action == ActionFeedback {
+			want = fakediscord.CallbackModal
+		}
+		if r := c.fake.InteractionResponse(in.ID); r.Type != want {
+			c.t.Errorf("the click %s was answered with %+v, want type %d", customIDOf(in), r, want)
 		}
 	}
 }
@@ -378,3 +385,30 @@ func (c discordChat) AskReconnect() {
 
 func (c discordChat) SayDirect(u chattest.User, text string) { c.say(discordUsers[u], eDM, text) }
 func (c discordChat) DirectPosted() []string                 { return contentsOf(c.fake.Messages(eDM)) }
+
+// Buttons is the action of each button on m whose custom ID parses.
+func (c discordChat) Buttons(m chattest.Msg) []string {
+	var out []string
+	for _, raw := range m.Raw.(fakediscord.Message).Components {
+		var row struct {
+			Components []struct {
+				CustomID string `json:"custom_id"`
+			} `json:"components"`
+		}
+		json.Unmarshal(raw, &row)
+		for _, b := range row.Components {
+			if id, err := ParseCustomID(b.CustomID); err == nil {
+				out = append(out, string(id.Action))
+			}
+		}
+	}
+	return out
+}
+
+func (c discordChat) Tokens() []string { return []string{c.fake.Token()} }
+
+// customIDOf is the custom ID a component interaction carries.
+func customIDOf(in fakediscord.Interaction) string {
+	d, _ := in.Data.(fakediscord.ComponentData)
+	return d.CustomID
+}

@@ -301,3 +301,26 @@ func (c *slackChat) Wait(what string, cond func() bool) {
 }
 
 func (c *slackChat) Hold(text string) func() { return c.held.Hold(text) }
+
+// Buttons is the action of each agentd button in m's blocks.
+func (c *slackChat) Buttons(m chattest.Msg) []string {
+	var blocks []struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+		} `json:"elements"`
+	}
+	json.Unmarshal(m.Raw.(fakeslack.Message).Blocks, &blocks)
+	var out []string
+	for _, b := range blocks {
+		for _, el := range b.Elements {
+			if a, ok := strings.CutPrefix(el.ActionID, "agentd_"); ok {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+func (c *slackChat) Tokens() []string {
+	return []string{c.slack.BotToken, c.slack.AppToken, "fake-bot-token", "fake-app-token"}
+}

@@ -15,36 +15,6 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-func TestMentionStartsRunApprovedByClick(t *testing.T) {
-	e := newEnv(t)
-	thread, p := e.touchRun("touch one thing", "one")
-	for _, b := range []string{"approve", "approve_n", "deny", "feedback"} {
-		button(t, p, b)
-	}
-	// The agent's words are escaped for mrkdwn; its plan is shown.
-	if !strings.Contains(string(p.Blocks), "I will bots_test_touch \\u0026lt;now\\u0026gt; \\u0026amp; then") ||
-		!strings.Contains(string(p.Blocks), "Plan:") {
-		t.Errorf("proposal blocks = %s", p.Blocks)
-	}
-	env := e.click(approver, thread, p, "approve")
-	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver+"\\u003e")
-	e.wait("the result", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "touched one") })
-	if _, ok := e.slack.Wait(time.Second, func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok }), true; !ok {
-		t.Error("click not acked")
-	}
-	fin := e.proposal(thread, 2)
-	e.slack.Say(approver, channel, "channel", thread, "y", false)
-	e.decided(thread, fin.TS, "Approved* by")
-	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished: all done") })
-
-	logs := e.Logs.String()
-	for _, secret := range []string{e.slack.BotToken, e.slack.AppToken, "fake-bot-token", "fake-app-token"} {
-		if strings.Contains(logs, secret) {
-			t.Errorf("a token is in the logs")
-		}
-	}
-}
-
 // What people write in a run's thread is remembered by its agent (kind chat): the task
 // and feedback are, a bare "y" is not.
 func TestThreadMessagesRemembered(t *testing.T) {

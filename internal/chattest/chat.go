@@ -142,6 +142,10 @@ type Chat interface {
 	// platform says it.
 	Cut(thread string, m Msg) string
 	Refused() []string
+	// Buttons is the action (bots.ActionApprove, …) of each button m was posted with.
+	Buttons(m Msg) []string
+	// Tokens is each secret the bot was given: none may reach the logs.
+	Tokens() []string
 	// Asks reports whether m has its buttons.
 	Asks(thread string, m Msg) bool
 	// Wait waits until cond holds.

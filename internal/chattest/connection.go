@@ -1,10 +1,56 @@
 package chattest
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/bots"
 )
+
+// hostileSpeak is what the agent says in mentionStartsARunApprovedByAClick: markup
+// for either platform, a ping.
+const hostileSpeak = "I will bots_test_touch <now> & **then** @everyone"
+
+// A mention starts a run; its proposal has the four buttons and shows the agent's words
+// escaped and its plan. A click on approve ×3 decides it, answered as the platform
+// requires; three commands run and their results are posted; a typed "y" approves the
+// finish. No token the bot holds reaches the logs.
+func mentionStartsARunApprovedByAClick(t *testing.T, c Chat) {
+	d := c.Daemon()
+	for _, w := range []string{"a", "b", "c"} {
+		d.Script(Touch(w, hostileSpeak))
+	}
+	thread := c.StartRun("touch three things")
+	p := c.Proposal(thread, 1)
+	buttons := c.Buttons(p)
+	for _, a := range []string{bots.ActionApprove, bots.ActionApproveN, bots.ActionDeny, bots.ActionFeedback} {
+		if !slices.Contains(buttons, a) {
+			t.Errorf("the proposal's buttons are %q, no %s", buttons, a)
+		}
+	}
+	if text := c.Text(thread, p); !strings.Contains(text, c.Escaped(hostileSpeak)) || !strings.Contains(text, "Plan:") {
+		t.Errorf("the proposal does not show the agent's words escaped (%q) and its plan:\n%s", c.Escaped(hostileSpeak), text)
+	}
+	Drain()
+	c.Click(Approver, thread, p, bots.ActionApproveN)
+	c.Decided(thread, p, c.Shown("Approved ×3", Approver))
+	c.ClicksAnswered(Approver)
+	TouchedInOrder(t, "a", "b", "c")
+	c.Wait("three results", func() bool {
+		posted := c.Posted(thread)
+		return Has(posted, "touched a") && Has(posted, "touched b") && Has(posted, "touched c")
+	})
+	fin := c.Proposal(thread, 4)
+	c.Say(Approver, thread, "y")
+	c.Decided(thread, fin, c.Shown("Approved", Approver))
+	c.Wait("the finish note", func() bool { return Has(c.Posted(thread), "Finished: all done") })
+	for _, token := range c.Tokens() {
+		if token == "" || strings.Contains(d.Logs.String(), token) {
+			t.Errorf("a token (%d bytes) is in the logs, or empty", len(token))
+		}
+	}
+}
 
 // A click made while the bot's connection is down is held by the platform and applied
 // once the bot is back, answered as the platform requires; a reconnect the platform
