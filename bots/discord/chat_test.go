@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
@@ -219,13 +220,7 @@ func (c discordChat) Click(u chattest.User, thread string, m chattest.Msg, actio
 }
 
 func (c discordChat) ForgeClick(u chattest.User, thread string, on, from chattest.Msg) {
-	msg := on.Raw.(fakediscord.Message)
-	in, err := c.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &msg,
-		Data: fakediscord.ComponentData{CustomID: customID(c.t, from.Raw.(fakediscord.Message), ActionApprove), ComponentType: 2}}, discordUsers[u])
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.interacted(u, in)
+	c.ForgeRef(u, thread, on, bots.ActionApprove, c.RefOf(from))
 }
 
 // Feedback opens the modal (answered with type 9) and submits it.
@@ -411,4 +406,26 @@ func (c discordChat) Tokens() []string { return []string{c.fake.Token()} }
 func customIDOf(in fakediscord.Interaction) string {
 	d, _ := in.Data.(fakediscord.ComponentData)
 	return d.CustomID
+}
+
+// RefOf is the approve button's custom ID: Discord's carry no agent.
+func (c discordChat) RefOf(m chattest.Msg) bots.Ref {
+	id, err := ParseCustomID(customID(c.t, m.Raw.(fakediscord.Message), ActionApprove))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return bots.Ref{ProposalID: id.ProposalID, Hash: id.Hash, Count: id.N}
+}
+
+// ForgeRef sends ref as the button's custom ID, past the fake's check that a click is
+// one of the message's buttons.
+func (c discordChat) ForgeRef(u chattest.User, thread string, m chattest.Msg, action string, ref bots.Ref) {
+	msg := m.Raw.(fakediscord.Message)
+	id := CustomID{Action: Action(action), ProposalID: ref.ProposalID, N: ref.Count, Hash: ref.Hash}.String()
+	in, err := c.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &msg,
+		Data: fakediscord.ComponentData{CustomID: id, ComponentType: 2}}, discordUsers[u])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.interacted(u, in)
 }

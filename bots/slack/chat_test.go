@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/testutil"
@@ -178,7 +180,7 @@ func (c *slackChat) DirectPosted() []string {
 // ForgeClick waits for the click's ack too: the refusal may be posted before the ack
 // lands, which the fake marks in time or late by Slack's own deadline.
 func (c *slackChat) ForgeClick(u chattest.User, thread string, on, from chattest.Msg) {
-	env := c.slack.Click(slackUsers[u], channel, thread, on.ID)("agentd_approve", button(c.t, from.Raw.(fakeslack.Message), "approve"))
+	env := c.forgeRef(u, thread, on, bots.ActionApprove, c.RefOf(from))
 	c.wait("the forged click acked in time", func(v fakeslack.View) bool { return v.AckedInTime(env) })
 }
 
@@ -323,4 +325,23 @@ func (c *slackChat) Buttons(m chattest.Msg) []string {
 
 func (c *slackChat) Tokens() []string {
 	return []string{c.slack.BotToken, c.slack.AppToken, "fake-bot-token", "fake-app-token"}
+}
+
+func (c *slackChat) RefOf(m chattest.Msg) bots.Ref {
+	ref, err := bots.ParseRef(button(c.t, m.Raw.(fakeslack.Message), bots.ActionApprove))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ref
+}
+
+// ForgeRef sends ref as the button's value: agent, proposal, count, hash.
+func (c *slackChat) ForgeRef(u chattest.User, thread string, m chattest.Msg, action string, ref bots.Ref) {
+	c.forgeRef(u, thread, m, action, ref)
+}
+
+// forgeRef is ForgeRef, returning the click's envelope.
+func (c *slackChat) forgeRef(u chattest.User, thread string, m chattest.Msg, action string, ref bots.Ref) string {
+	value := fmt.Sprintf("%s %s %d %s", ref.AgentID, ref.ProposalID, max(ref.Count, 1), ref.Hash)
+	return c.slack.Click(slackUsers[u], channel, thread, m.ID)("agentd_"+action, value)
 }

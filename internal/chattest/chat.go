@@ -73,6 +73,10 @@ type Chat interface {
 	// ClicksAnswered waits until each click u made was answered as the platform
 	// requires (Slack: its envelope acked; Discord: a deferred update, type 6).
 	ClicksAnswered(u User)
+	// RefOf is what m's approve button names; ForgeRef clicks, as u, on m in thread, a
+	// button for action carrying ref in the platform's encoding: a forged payload.
+	RefOf(m Msg) bots.Ref
+	ForgeRef(u User, thread string, m Msg, action string, ref bots.Ref)
 	// Feedback opens m's feedback dialog by its button as u and submits text.
 	Feedback(u User, thread string, m Msg, text string)
 	// Say writes text into thread (or a channel) as u and returns the message's ID.

@@ -81,3 +81,26 @@ func directMessageRun(t *testing.T, c Chat) {
 	c.SayDirect(Approver, "y")
 	c.Wait("the result in the direct message", func() bool { return Has(c.DirectPosted(), "touched dm") })
 }
+
+// A button forged onto a proposal's message naming a proposal that does not exist, or
+// the proposal with another hash, is refused with a note and decides nothing; the
+// message's own button still does. (One naming another run's proposal is
+// click_in_thread_a_naming_b_refused; what each note says, Discord's forged custom ID
+// tests.)
+func forgedButtonValuesDecideNothing(t *testing.T, c Chat) {
+	c.Daemon().Script(Touch("a", speak))
+	thread := c.StartRun("touch a")
+	p := c.Proposal(thread, 1)
+	own := c.RefOf(p)
+	for name, ref := range map[string]bots.Ref{
+		"made_up_proposal": {AgentID: own.AgentID, ProposalID: "p-0123456789ab", Hash: own.Hash},
+		"another_hash":     {AgentID: own.AgentID, ProposalID: own.ProposalID, Hash: "0123456789abcdef"},
+	} {
+		before := len(c.NotesTo(Approver))
+		c.ForgeRef(Approver, thread, p, bots.ActionApprove, ref)
+		c.Wait("the "+name+" refused", func() bool { return len(c.NotesTo(Approver)) > before })
+	}
+	noDecisionHeld(c, thread, own.ProposalID)
+	c.Click(Approver, thread, p, bots.ActionApprove)
+	c.Decided(thread, p, c.Shown("Approved", Approver))
+}
