@@ -7,6 +7,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -55,7 +56,11 @@ type Agent struct {
 	Task        string     `json:"task,omitempty"`
 	State       AgentState `json:"state"`
 	StateReason string     `json:"state_reason,omitempty"`
-	Policy      Policy     `json:"policy"`
+	// Unchecked, when set, says a step wrote to the workspace what could not be checked
+	// against the agent's write-deny rules (which step, what): until a person resumes the
+	// agent, any run it starts pauses first. It survives restarts.
+	Unchecked string `json:"unchecked,omitempty"`
+	Policy    Policy `json:"policy"`
 	// RunID is the current or last run.
 	RunID string `json:"run_id,omitempty"`
 	// Step counts proposals made in the current run.
@@ -95,6 +100,29 @@ type Agent struct {
 	// StateSince is when the agent entered State: for a thinking agent, when its call to
 	// the model began, which every follower's spinner counts from.
 	StateSince time.Time `json:"state_since,omitzero"`
+}
+
+// UncheckedWaits begins what people are shown of an agent marked with an unchecked
+// change (Agent.Unchecked).
+const UncheckedWaits = "an unchecked change waits for a person"
+
+// ShownReason is the agent's state reason as people are shown it: with its mark of an
+// unchecked change, when the reason does not say so already (an idle or failed agent's
+// reason is its last run's).
+func (a *Agent) ShownReason() string {
+	if a.Unchecked == "" || strings.HasPrefix(a.StateReason, UncheckedWaits) {
+		return a.StateReason
+	}
+	note := UncheckedReason(a.Unchecked)
+	if a.StateReason == "" {
+		return note
+	}
+	return a.StateReason + "; " + note
+}
+
+// UncheckedReason is the reason an agent pauses for on an unchecked change (what).
+func UncheckedReason(what string) string {
+	return UncheckedWaits + ": " + what + "; look at the workspace (agentctl diff), then resume it"
 }
 
 // AgentQuery selects what a listing of the agents shows of each.

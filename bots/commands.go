@@ -201,8 +201,8 @@ func taskText(a *api.Agent) string {
 
 func agentText(a *api.Agent) string {
 	s := fmt.Sprintf("%s: %s", a.Name, a.State)
-	if a.StateReason != "" {
-		s += " (" + a.StateReason + ")"
+	if why := a.ShownReason(); why != "" {
+		s += " (" + why + ")"
 	}
 	if t := taskText(a); t != "" {
 		s += "\nTask: " + cut(t, 200)

@@ -392,17 +392,18 @@ func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Quest
 
 // stateChanged tells the thread when the agent pauses or fails on its own.
 func (po *poster) stateChanged(ctx context.Context, a *api.Agent) {
-	key := string(a.State) + "|" + a.StateReason
+	why := a.ShownReason() // an unchecked change waiting for a person is told too
+	key := string(a.State) + "|" + why
 	if po.r.states.show(a.ID, key) == key {
 		return
 	}
 	switch a.State {
 	case api.StateIdle:
-		po.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(a.StateReason))
+		po.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(why))
 	case api.StatePaused:
-		po.note(ctx, a.ID, "⏸ Paused: "+orDash(a.StateReason))
+		po.note(ctx, a.ID, "⏸ Paused: "+orDash(why))
 	case api.StateFailed:
-		po.endNote(ctx, a.ID, a.RunID, "⚠️ Failed: "+orDash(a.StateReason))
+		po.endNote(ctx, a.ID, a.RunID, "⚠️ Failed: "+orDash(why))
 	}
 }
 

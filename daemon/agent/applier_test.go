@@ -117,7 +117,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	r := &runner{cancelStep: func() { rec.stepCancels++ }, cancelExec: func() { rec.execCancels++ }}
 	id, run := fmt.Sprintf("a-%04d", n), fmt.Sprintf("r-%04d", n)
 	a := &store.Agent{Agent: api.Agent{ID: id, Name: fmt.Sprintf("t%04d", n), State: from.Agent, StateReason: "before",
-		RunID: run, Task: "a task", Policy: api.Policy{Mode: "ask"}, Workspace: t.TempDir()}}
+		RunID: run, Task: "a task", Policy: api.Policy{Mode: "ask"}, Workspace: t.TempDir(), Unchecked: event.Mark}}
 	ws := filepath.Join(a.Workspace, "f")
 	writeFile(t, ws, "before")
 	var target checkpoint.Info // what a rewind puts back, and a started step's checkpoint
@@ -206,7 +206,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		if err != nil {
 			return err
 		}
-		state, reason := a.State, a.StateReason
+		state, reason, mark := a.State, a.StateReason, a.Unchecked
 		if _, err := apply(tx, c); err != nil {
 			return err
 		}
@@ -221,6 +221,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		got = before.diff(after)
 		if c.a != nil && (a.State != state || a.StateReason != reason) {
 			got = append(got, string(cycle.SetAgent))
+		}
+		if c.a != nil && a.Unchecked != mark { // the caller writes it, with the agent
+			got = append(got, string(cycle.MarkUnchecked))
 		}
 		if rec.episodes > 0 && k != cycle.Rewind { // a rewind's episode is its restore's
 			got = append(got, string(cycle.RecordEpisode))

@@ -3,11 +3,13 @@ package agent
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/internal/randid"
 )
 
@@ -84,7 +86,11 @@ func apply(tx *store.Tx, c *change) (applied, error) {
 	if c.p != nil {
 		from.Proposal = c.p.Status
 	}
-	_, effects, err := cycle.Next(from, c.ev)
+	ev := c.ev
+	if c.a != nil {
+		ev.Mark = c.a.Unchecked // an unchecked change no person looked at: a start pauses on it
+	}
+	_, effects, err := cycle.Next(from, ev)
 	if err != nil {
 		return applied{}, fmt.Errorf("agent %s: %w", agentID(c.a, c.p), err)
 	}
@@ -153,6 +159,8 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		}
 		cancel, command := c.cancel, e.Command
 		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
+	case cycle.MarkUnchecked:
+		return c.markUnchecked(tx, e.Reason)
 	case cycle.ApplyPreview, cycle.DropPreview:
 		return previewEffect(tx, c.p, e, c.rerun)
 	case cycle.ShowProposal: // its event is all it does
@@ -204,6 +212,25 @@ func (c *change) recordEpisode(tx *store.Tx, out *applied) error {
 	}
 	out.episode = ep
 	return c.rec(tx, c.p.AgentID, c.p, ep)
+}
+
+// markUnchecked carries out mark_unchecked: what the step wrote that could not be
+// checked (why), named by its step, is added to the agent's mark, audited; an empty why
+// is a person's resume, who looked: the mark is cleared. The caller writes c.a.
+func (c *change) markUnchecked(tx *store.Tx, why string) error {
+	if c.a == nil {
+		return errMissing
+	}
+	if why == "" {
+		was := c.a.Unchecked
+		c.a.Unchecked = ""
+		return tx.Audit(c.a.ID, "unchecked_looked", map[string]string{"unchecked": was})
+	}
+	if c.p != nil {
+		why = fmt.Sprintf("step %d (%s) of run %s: %s", c.p.Step, c.p.Command, c.p.RunID, why)
+	}
+	c.a.Unchecked = display.Cut(strings.TrimPrefix(c.a.Unchecked+"; "+why, "; "), api.MaxTextBytes/4, display.Ellipsis)
+	return tx.Audit(c.a.ID, "unchecked_change", map[string]string{"unchecked": why})
 }
 
 // transit is apply of an event whose effects need nothing but the store: the agent's

@@ -33,7 +33,7 @@ type AgentBudget struct {
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
-	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk, state_since`
+	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk, state_since, unchecked`
 
 func scanAgent(sc scanner) (*Agent, error) {
 	var a Agent
@@ -42,7 +42,7 @@ func scanAgent(sc scanner) (*Agent, error) {
 	var bSteps, bTokens, bBusy, bDisk sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
-		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk, &since)
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk, &since, &a.Unchecked)
 	if err != nil {
 		return nil, rowError("reading agent", err)
 	}
@@ -79,11 +79,11 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	return t.write("insert agent", `INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	return t.write("insert agent", `INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
 		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
-		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now))
+		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now), a.Unchecked)
 }
 
 // commandsCol is the commands column: empty when the agent is not limited.
@@ -112,11 +112,11 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 	var since int64
 	err := t.queryRow(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
 		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=?,
-		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=?,
+		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=?, unchecked=?,
 		state_since=CASE WHEN state=? THEN state_since ELSE ? END WHERE id=? RETURNING state_since`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk),
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.Unchecked,
 		a.State, ms(t.now), a.ID).Scan(&since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // as an UPDATE of no row: nothing to do

@@ -443,4 +443,7 @@ var migrations = []string{
 	// closed to decisions (0: open): the relay reads both here instead of keeping a copy.
 	`ALTER TABLE chat_messages ADD COLUMN shown_ref TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chat_messages ADD COLUMN closed_at INTEGER NOT NULL DEFAULT 0;`,
+	// What a step wrote that could not be checked, waiting for a person ('' for nothing):
+	// written with the step's end, cleared by a person's resume (api.Agent.Unchecked).
+	`ALTER TABLE agents ADD COLUMN unchecked TEXT NOT NULL DEFAULT '';`,
 }

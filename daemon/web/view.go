@@ -34,7 +34,7 @@ type agentRow struct {
 }
 
 func rowOf(a *api.Agent) agentRow {
-	r := agentRow{ID: a.ID, Name: line(a.Name), State: string(a.State), Reason: line(a.StateReason), Last: ago(a.UpdatedAt), Budget: budgetOf(a)}
+	r := agentRow{ID: a.ID, Name: line(a.Name), State: string(a.State), Reason: line(a.ShownReason()), Last: ago(a.UpdatedAt), Budget: budgetOf(a)}
 	switch {
 	case a.Question != nil:
 		r.Waiting = "answer: " + line(display.Cut(a.Question.Text, 80, display.Ellipsis))
@@ -227,8 +227,8 @@ func eventOf(ev api.Event) eventView {
 	}
 	if ev.Agent != nil {
 		v.State = string(ev.Agent.State)
-		if ev.Agent.StateReason != "" {
-			v.State += ": " + line(ev.Agent.StateReason)
+		if why := ev.Agent.ShownReason(); why != "" {
+			v.State += ": " + line(why)
 		}
 	}
 	return v

@@ -537,6 +537,7 @@ func cannedAgents() []*api.Agent {
 		ID: "a-3", Name: "builder", Description: "builds the project", State: api.StateFailed,
 		StateReason: "the model server returned 500 three times", Task: "build and test the project",
 		RunID: "r-3", Step: 2, Policy: api.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
+		Unchecked: "step 2 (execute_shell) of run r-3: could not put back build/: the checkpoints could not capture it",
 	}, {
 		ID: "a-4", Name: "walker", Description: "walks the file tree", State: api.StateThinking,
 		Task: "list the largest files", RunID: "r-4", Step: 0, Policy: api.Policy{Mode: "ask"},

@@ -175,11 +175,11 @@ func (f *follower) sync(ag *api.Agent, t time.Time) {
 	if !ag.StateSince.IsZero() {
 		f.stateSince = ag.StateSince
 	}
-	if ag.State == f.state && ag.StateReason == f.reason {
+	if ag.State == f.state && ag.ShownReason() == f.reason {
 		return
 	}
 	retry := f.state == api.StateWaitingForModel && ag.State == api.StateThinking
-	f.state, f.reason = ag.State, ag.StateReason
+	f.state, f.reason = ag.State, ag.ShownReason()
 	line := stateString(ag)
 	switch {
 	case ag.State == api.StateAwaitingDecision && ag.StateReason == "" && (f.pending != nil || f.question != nil):

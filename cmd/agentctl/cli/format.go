@@ -143,8 +143,8 @@ func policyString(p api.Policy) string {
 }
 
 func stateString(a *api.Agent) string {
-	if a.StateReason != "" {
-		return fmt.Sprintf("%s: %s", line(string(a.State)), line(a.StateReason))
+	if why := a.ShownReason(); why != "" {
+		return fmt.Sprintf("%s: %s", line(string(a.State)), line(why))
 	}
 	return line(string(a.State))
 }

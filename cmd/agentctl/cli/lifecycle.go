@@ -19,8 +19,10 @@ where it stopped.`,
 		args:  "AGENT",
 		short: "resume a paused or failed agent",
 		long: `Resume lets a paused agent (paused by you, or by the daemon when it got stuck) or a
-failed one carry on with its current run. To give an idle agent new work, use
-'agentctl task' instead.`,
+failed one carry on with its current run. An agent marked with an unchecked change (a
+step wrote what the write-deny rules could not check: 'agentctl show' says which) starts
+every run paused until you resume it: resuming says you looked at the workspace, and
+clears the mark. To give an idle agent new work, use 'agentctl task' instead.`,
 		run: agentAction(api.ResumeRoute),
 	}
 	stopCmd = &command{

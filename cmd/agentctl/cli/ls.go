@@ -50,7 +50,11 @@ func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 		if task == api.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
 			task = "goals: " + strings.Join(ag.Goals, "; ")
 		}
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(orDefault(task, "-"), lsTaskMax))
+		state := string(ag.State)
+		if ag.Unchecked != "" { // `agentctl show` says what
+			state += " (unchecked change)"
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(state), ag.Step, truncate(orDefault(task, "-"), lsTaskMax))
 		return err
 	})
 	if err != nil {

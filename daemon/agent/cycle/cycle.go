@@ -181,11 +181,16 @@ var Kinds = []Kind{
 // and late_end that kind again with Writes set (a step that may change the workspace is
 // checkpointed before it runs and its change recorded when it ends, or when its end is
 // lost; a read-only one, a read or the bounded profile's read-only workspace, is not),
-// and after succeeded, failed and late_end with Writes, with Unchecked too.
+// and after succeeded, failed and late_end with Writes, with Unchecked too; and after
+// budget_raised, resume and task that kind again with Mark set (an unchecked change
+// waits for a person).
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
 		evs = append(evs, Event{Kind: k})
+		if k == BudgetRaised || k == Resume || k == Task {
+			evs = append(evs, Event{Kind: k, Mark: "an unchecked change"})
+		}
 		switch k {
 		case Start, StartApply, Succeed, Fail, ResultLost, Recovered, RecoveredIdempotent, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
@@ -215,8 +220,13 @@ type Event struct {
 	// Unchecked, on the end of a step that Writes, says what the step wrote could not be
 	// checked against the agent's write-deny rules, or put back where they deny it (a
 	// folder the checkpoints could not capture, an end checkpoint that failed): the
-	// agent pauses for a person to look (Reason says what).
+	// agent pauses for a person to look (Reason says what), and the agent is marked
+	// (mark_unchecked) until a person resumes it.
 	Unchecked bool
+	// Mark is the agent's mark of an unchecked change no person has looked at yet
+	// (api.Agent.Unchecked; the applier reads it from the agent): a start — a task, a
+	// raised budget — pauses on it instead of thinking, and a resume, a person's, clears it.
+	Mark string
 }
 
 // EffectKind names an effect.
@@ -244,6 +254,9 @@ const (
 	Restore        EffectKind = "restore"         // put the workspace back as before a step, and tell the model
 	ApplyPreview   EffectKind = "apply_preview"   // record that the captured change, not the command, is what runs
 	DropPreview    EffectKind = "drop_preview"    // the preview's change can no longer be applied (Reason says why)
+	// MarkUnchecked stores the agent's mark of an unchecked change (Reason: what the step
+	// wrote that could not be checked), or clears it when Reason is empty: a person looked.
+	MarkUnchecked EffectKind = "mark_unchecked"
 	// RecordBudget records the budget that ran out and audits it; a run's also ends the
 	// run's auto-approval and clears its open question.
 	RecordBudget EffectKind = "record_budget"
@@ -283,6 +296,10 @@ func (e Effect) String() string {
 		return "agent=" + string(e.Agent)
 	case EndRun:
 		return "end_run(" + string(e.Outcome) + ")"
+	case MarkUnchecked:
+		if e.Reason == "" {
+			return "mark_unchecked(cleared)"
+		}
 	case Cancel:
 		if e.Command {
 			return "cancel(model,command)"

@@ -42,12 +42,38 @@ func (t *transition) proposal(p ProposalStatus, withResult bool) {
 
 // agent moves the agent to a with the event's reason; an agent on another run than the
 // proposal's is left alone.
-func (t *transition) agent(a AgentState) {
+func (t *transition) agent(a AgentState) { t.agentFor(a, t.ev.Reason) }
+
+// agentFor moves the agent to a with reason; an agent on another run is left alone.
+func (t *transition) agentFor(a AgentState, reason string) {
 	if t.from.Agent == RunOver {
 		return
 	}
 	t.to.Agent = a
-	t.effects = append(t.effects, Effect{Kind: SetAgent, Agent: a, Reason: t.ev.Reason})
+	t.effects = append(t.effects, Effect{Kind: SetAgent, Agent: a, Reason: reason})
+}
+
+// pauseMarked pauses the agent where it would start, when it holds an unchecked
+// change's mark: true when it did. No person has looked at that change yet.
+func (t *transition) pauseMarked() bool {
+	if t.ev.Mark == "" {
+		return false
+	}
+	t.agentFor(Paused, api.UncheckedReason(t.ev.Mark))
+	return true
+}
+
+// mark records on the agent what its step wrote unchecked (the event's reason), so a
+// later start pauses for a person too; an agent on another run is not the step's.
+func (t *transition) mark() {
+	if t.from.Agent == RunOver || !t.ev.Writes || !t.ev.Unchecked {
+		return
+	}
+	why := t.ev.Reason
+	if why == "" { // never read as a person having looked
+		why = "what the step wrote could not be checked"
+	}
+	t.effects = append(t.effects, Effect{Kind: MarkUnchecked, Reason: why})
 }
 
 func (t *transition) effect(k EffectKind) { t.effects = append(t.effects, Effect{Kind: k}) }
@@ -104,7 +130,9 @@ func (t *transition) control() bool {
 		if a != Paused {
 			return false
 		}
-		t.agent(Thinking)
+		if !t.pauseMarked() {
+			t.agent(Thinking)
+		}
 	case Pause:
 		if !act {
 			return false
@@ -114,6 +142,9 @@ func (t *transition) control() bool {
 	case Resume:
 		if a != Paused && a != Failed {
 			return false
+		}
+		if t.ev.Mark != "" { // a person resumes it: they looked at the unchecked change
+			t.effects = append(t.effects, Effect{Kind: MarkUnchecked})
 		}
 		t.agent(Thinking)
 	case Stop:
@@ -129,7 +160,9 @@ func (t *transition) control() bool {
 			return false
 		}
 		t.supersede()
-		t.agent(Thinking)
+		if !t.pauseMarked() {
+			t.agent(Thinking)
+		}
 		t.effect(StartRun)
 	}
 	return true
@@ -299,9 +332,12 @@ func (t *transition) executed() bool {
 			t.effect(RecordChange) // first: the episode tells the change
 		}
 		t.effect(RecordEpisode)
+		t.mark()
 		switch {
-		case act && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on, as after an end on time
-			t.agent(Paused)
+		// A person looks before it goes on, as after an end on time; a paused one shows
+		// why, so that nothing resumes it unlooked (a helper paused with its parent).
+		case (act || a == Paused) && t.ev.Writes && t.ev.Unchecked:
+			t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
 		case a != RunOver:
 			t.effect(ShowAgent)
 		}
@@ -336,9 +372,10 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		}
 		t.proposal(status, true)
 		t.effect(RecordEpisode)
+		t.mark()
 		switch {
-		case act && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on
-			t.agent(Paused)
+		case (act || a == Paused) && t.ev.Writes && t.ev.Unchecked: // a person looks before it goes on
+			t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
 		case a == Executing:
 			t.agent(Thinking)
 		}

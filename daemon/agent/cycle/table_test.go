@@ -25,6 +25,9 @@ func Table() string {
 				if ev.Unchecked {
 					label += "+unchecked"
 				}
+				if ev.Mark != "" {
+					label += "+marked"
+				}
 				to, effects, err := Next(from, ev)
 				if err != nil {
 					fmt.Fprintf(&b, "%-30s %-22s illegal\n", from, label)
