@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -24,12 +22,12 @@ type CheckpointService interface {
 
 // DiffRequest names the step to show; 0 is the latest.
 type DiffRequest struct {
-	Step int `json:"step,omitempty"`
+	Step int `json:"step,omitempty" query:"step" want:"a step number like 3 (agentctl history lists them)"`
 	// Run is the run whose step Step is (its id, as `agentctl history` shows it): a step
 	// number starts again at 1 in every run. "" takes the latest run with that step.
 	// With no Step, all the run's checkpointed steps together (Kind "run"): a team's turn
 	// is a run of its role agent.
-	Run string `json:"run,omitempty"`
+	Run string `json:"run,omitempty" query:"run"`
 }
 
 // StepChange is what one step — or a rewind — changed in an agent's workspace.
@@ -106,35 +104,7 @@ type Rewind struct {
 
 // DiffRoute serves CheckpointService.Diff.
 var DiffRoute = register(Route[DiffRequest, *StepChange]{Method: "GET", Path: "/v0/agents/{agent}/diff",
-	Call: func(ctx context.Context, s Service, ref string, in DiffRequest) (*StepChange, error) {
-		return s.Diff(ctx, ref, in)
-	},
-	toQuery: func(in DiffRequest) url.Values {
-		v := url.Values{}
-		if in.Step != 0 {
-			v.Set("step", strconv.Itoa(in.Step))
-		}
-		if in.Run != "" {
-			v.Set("run", in.Run)
-		}
-		return v
-	},
-	fromQuery: func(v url.Values) (DiffRequest, error) {
-		for key := range v {
-			if key != "step" && key != "run" {
-				return DiffRequest{}, Errorf(ErrBadRequest, "unknown query parameter %q (want step, run)", key)
-			}
-		}
-		in := DiffRequest{Run: v.Get("run")}
-		if s := v.Get("step"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return in, Errorf(ErrBadRequest, "step %q: want a step number like 3 (agentctl history lists them)", s)
-			}
-			in.Step = n
-		}
-		return in, nil
-	}})
+	Call: byRefRequest(Service.Diff)})
 
 // RewindRoute serves CheckpointService.Rewind.
 var RewindRoute = register(Route[RewindRequest, *Rewind]{Method: "POST", Path: "/v0/agents/{agent}/rewind",

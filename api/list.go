@@ -14,10 +14,10 @@ import (
 type Page struct {
 	// After is the cursor the page before ended with (its Next): the page starts after
 	// it; "" starts at the first item.
-	After string
+	After string `query:"after"`
 	// Limit is the most items the page holds; 0 asks for the whole list, which the
 	// daemon writes as it reads it.
-	Limit int
+	Limit int `query:"limit" want:"a whole number from 1 to 10000, or none for the whole list"`
 }
 
 // ListPage is how many items the daemon reads from the store at once when it writes a
@@ -32,15 +32,12 @@ const MaxListLimit = 10000
 // page at a time and writes each page as it has it, and the Go client hands each item to
 // its caller as it decodes it, so neither side holds the whole list. A request with a
 // limit gets one page and, when more follow, a Link header (rel="next") whose URL asks
-// for the next one, as GitHub's API pages. Q is the rest of the query.
+// for the next one, as GitHub's API pages. Q is the rest of the query (encodeQuery).
 type ListRoute[Q, T any] struct {
 	Path string // a ServeMux pattern without path values, served for GET
 	// Call reads one page: at most p.Limit items (never 0) after the cursor p.After,
 	// and the cursor of the last one ("" when no item follows it).
 	Call func(ctx context.Context, s Service, q Q, p Page) (items []T, next string, err error)
-
-	toQuery   func(Q) url.Values
-	fromQuery func(url.Values) (Q, error) // gets the query without after and limit
 }
 
 // Pattern implements Endpoint.
@@ -48,16 +45,13 @@ func (rt ListRoute[Q, T]) Pattern() string { return "GET " + rt.Path }
 
 // Serve implements Endpoint: its value is a *List for the server to write.
 func (rt ListRoute[Q, T]) Serve(s Service, r *http.Request, _ func(any) error) (int, any, error) {
-	vals := r.URL.Query()
-	p, err := parsePage(vals)
-	if err != nil {
+	var q Q
+	var p Page
+	if err := decodeQuery(r.URL.Query(), &q, &p); err != nil {
 		return 0, nil, err
 	}
-	vals.Del("after")
-	vals.Del("limit")
-	q, err := rt.fromQuery(vals)
-	if err != nil {
-		return 0, nil, err
+	if p.Limit > MaxListLimit {
+		return 0, nil, Errorf(ErrBadRequest, "limit %q: want a whole number from 1 to %d, or none for the whole list", strconv.Itoa(p.Limit), MaxListLimit)
 	}
 	ctx := r.Context()
 	whole := p.Limit == 0
@@ -106,34 +100,11 @@ func yieldAll[T any](items []T, yield func(any) error) error {
 
 // URL is the route's path with the query of q and p.
 func (rt ListRoute[Q, T]) URL(q Q, p Page) string {
-	v := url.Values{}
-	if rt.toQuery != nil {
-		for k, vs := range rt.toQuery(q) {
-			v[k] = vs
-		}
-	}
-	if p.After != "" {
-		v.Set("after", p.After)
-	}
-	if p.Limit > 0 {
-		v.Set("limit", strconv.Itoa(p.Limit))
-	}
+	v := encodeQuery(&q, &p)
 	if len(v) == 0 {
 		return rt.Path
 	}
 	return rt.Path + "?" + v.Encode()
-}
-
-func parsePage(v url.Values) (Page, error) {
-	p := Page{After: v.Get("after")}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || n > MaxListLimit {
-			return p, Errorf(ErrBadRequest, "limit %q: want a whole number from 1 to %d, or none for the whole list", s, MaxListLimit)
-		}
-		p.Limit = n
-	}
-	return p, nil
 }
 
 // List is a ListRoute's reply as the server writes it (Write).

@@ -61,9 +61,9 @@ type MemorySearchRequest struct {
 
 // MemoryListRequest lists memories, newest first.
 type MemoryListRequest struct {
-	Agent string // name or id: its own and the shared memories; empty lists all
-	Kind  string // empty: every kind
-	Limit int    // 0 means 50, at most 1000
+	Agent string `query:"agent"` // name or id: its own and the shared memories; empty lists all
+	Kind  string `query:"kind"`  // empty: every kind
+	Limit int    `query:"limit"` // 0 means 50, at most 1000
 }
 
 // MemoryStats describes the memory index.

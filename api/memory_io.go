@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,11 +66,11 @@ type MemoryImportResult struct {
 // MemoryExportRequest asks for one page of an export, in id order.
 type MemoryExportRequest struct {
 	// Agent (name or id): its own memories only; empty: every memory, shared ones included.
-	Agent string
+	Agent string `query:"agent"`
 	// After is the Next of the previous page; empty for the first.
-	After string
+	After string `query:"after"`
 	// Limit is the page size: 0 means 1000, at most 5000.
-	Limit int
+	Limit int `query:"limit"`
 }
 
 // MemoryExportPage is one page of an export.
@@ -114,18 +113,8 @@ var (
 	ImportMemoryRoute = register(Route[MemoryImportRequest, *MemoryImportResult]{Method: "POST", Path: "/v0/memory/import",
 		Call: byRequest(Service.ImportMemory)})
 	ExportMemoryRoute = register(Route[MemoryExportRequest, *MemoryExportPage]{Method: "GET", Path: "/v0/memory/export",
-		Call:    byRequest(Service.ExportMemory),
-		toQuery: memoryExportQuery, fromQuery: parseMemoryExportQuery})
+		Call: byRequest(Service.ExportMemory)})
 )
-
-func memoryExportQuery(req MemoryExportRequest) url.Values {
-	return withLimit(queryOf("agent", req.Agent, "after", req.After), req.Limit)
-}
-
-func parseMemoryExportQuery(q url.Values) (MemoryExportRequest, error) {
-	n, err := parseLimit(q)
-	return MemoryExportRequest{Agent: q.Get("agent"), After: q.Get("after"), Limit: n}, err
-}
 
 // Bounds of a MemoryRecord besides its text (MaxTextBytes).
 const (

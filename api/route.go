@@ -17,7 +17,7 @@ type None struct{}
 
 // Route is one row of the local API, declared once for both sides: the client builds its
 // request from it and the daemon (daemon/localapi) serves it by calling Call on its Service.
-// In travels as the JSON body, or in the query string when the route has a query codec;
+// In travels as the JSON body, or for a GET in the query string (encodeQuery);
 // Out is the JSON reply (None: no body). A route has at most one path value, given to Call
 // as ref ("" when the path has none).
 type Route[In, Out any] struct {
@@ -25,11 +25,10 @@ type Route[In, Out any] struct {
 	Path   string // a ServeMux pattern, e.g. /v0/agents/{agent}/why
 	Status int    // on success; 0 means 200
 	Call   func(ctx context.Context, s Service, ref string, in In) (Out, error)
-
-	// toQuery and fromQuery carry In in the query string instead of the body (GETs).
-	toQuery   func(In) url.Values
-	fromQuery func(url.Values) (In, error)
 }
+
+// inQuery says In travels in the query string: a GET has no body.
+func (rt Route[In, Out]) inQuery() bool { return rt.Method == "GET" && !isNone[In]() }
 
 // Endpoint is a Route with its types hidden, as the server lists them.
 type Endpoint interface {
@@ -48,12 +47,10 @@ func (rt Route[In, Out]) Pattern() string { return rt.Method + " " + rt.Path }
 func (rt Route[In, Out]) Serve(s Service, r *http.Request, decodeBody func(any) error) (int, any, error) {
 	var in In
 	switch {
-	case rt.fromQuery != nil:
-		v, err := rt.fromQuery(r.URL.Query())
-		if err != nil {
+	case rt.inQuery():
+		if err := decodeQuery(r.URL.Query(), &in); err != nil {
 			return 0, nil, err
 		}
-		in = v
 	case !isNone[In]():
 		if err := decodeBody(&in); err != nil {
 			return 0, nil, err
@@ -80,8 +77,8 @@ func (rt Route[In, Out]) URL(ref string, in In) string {
 		j := strings.IndexByte(p[i:], '}')
 		p = p[:i] + url.PathEscape(ref) + p[i+j+1:]
 	}
-	if rt.toQuery != nil {
-		if q := rt.toQuery(in); len(q) > 0 {
+	if rt.inQuery() {
+		if q := encodeQuery(in); len(q) > 0 {
 			p += "?" + q.Encode()
 		}
 	}
@@ -93,7 +90,7 @@ func (rt Route[In, Out]) URL(ref string, in In) string {
 func (rt Route[In, Out]) Do(ctx context.Context, c *Client, ref string, in In) (Out, error) {
 	var out Out
 	var body any
-	if rt.toQuery == nil && !isNone[In]() {
+	if !rt.inQuery() && !isNone[In]() {
 		body = in
 	}
 	path := rt.URL(ref, in)

@@ -2,9 +2,6 @@ package api
 
 import (
 	"context"
-	"net/url"
-	"strconv"
-	"time"
 )
 
 // The API's routes: each method of Service once, with its method, path and status; the
@@ -21,8 +18,7 @@ var (
 				return nil, "", err
 			}
 			return l.Agents, l.Next, nil
-		},
-		toQuery: agentQuery, fromQuery: parseAgentQuery})
+		}})
 	CreateAgentRoute = register(Route[CreateAgentRequest, *Agent]{Method: "POST", Path: "/v0/agents", Status: 201,
 		Call: byRequest(Service.CreateAgent)})
 	AgentRoute = register(Route[None, *Agent]{Method: "GET", Path: "/v0/agents/{agent}",
@@ -54,8 +50,7 @@ var (
 	ReloadRoute = register(Route[None, *ReloadResult]{Method: "POST", Path: "/v0/reload",
 		Call: byNothing(Service.Reload)})
 	AuditRoute = register(Route[AuditQuery, []AuditEntry]{Method: "GET", Path: "/v0/audit",
-		Call:    byRequest(Service.Audit),
-		toQuery: auditQuery, fromQuery: parseAuditQuery})
+		Call: byRequest(Service.Audit)})
 	ReplayRoute = register(Route[None, *Replay]{Method: "GET", Path: "/v0/runs/{run}/replay",
 		Call: byRef(Service.Replay)})
 	CommandsRoute = register(Route[None, []CommandInfo]{Method: "GET", Path: "/v0/commands",
@@ -79,8 +74,7 @@ var (
 	RevokeGrantRoute = register(Route[RevokeRequest, *Grant]{Method: "POST", Path: "/v0/agents/{agent}/grants/revoke",
 		Call: byRefRequest(Service.RevokeGrant)})
 	MemoriesRoute = register(Route[MemoryListRequest, []Memory]{Method: "GET", Path: "/v0/memories",
-		Call:    byRequest(Service.Memories),
-		toQuery: memoryListQuery, fromQuery: parseMemoryListQuery})
+		Call: byRequest(Service.Memories)})
 	AddMemoryRoute = register(Route[MemoryAddRequest, *Memory]{Method: "POST", Path: "/v0/memories", Status: 201,
 		Call: byRequest(Service.AddMemory)})
 	DeleteMemoryRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/memories/{id}", Status: 204,
@@ -110,8 +104,7 @@ var (
 	ScheduleHistoryRoute = register(Route[ScheduleHistoryQuery, []ScheduleRun]{Method: "GET", Path: "/v0/schedules/{schedule}/history",
 		Call: func(ctx context.Context, s Service, ref string, q ScheduleHistoryQuery) ([]ScheduleRun, error) {
 			return s.ScheduleHistory(ctx, ref, q.Limit)
-		},
-		toQuery: scheduleHistoryQuery, fromQuery: parseScheduleHistoryQuery})
+		}})
 	TeamsRoute = register(Route[None, []TeamRun]{Method: "GET", Path: "/v0/teams",
 		Call: byNothing(Service.Teams)})
 	StartTeamRoute = register(Route[TeamRunRequest, *TeamRun]{Method: "POST", Path: "/v0/teams", Status: 201,
@@ -138,131 +131,5 @@ var (
 
 // ScheduleHistoryQuery selects a schedule's firing records: the newest Limit (0: all).
 type ScheduleHistoryQuery struct {
-	Limit int
-}
-
-func agentQuery(q AgentQuery) url.Values {
-	if !q.Brief {
-		return nil
-	}
-	return url.Values{"brief": {"true"}}
-}
-
-func parseAgentQuery(v url.Values) (AgentQuery, error) {
-	var q AgentQuery
-	for key := range v {
-		if key != "brief" {
-			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want brief, after, limit)", key)
-		}
-	}
-	if s := v.Get("brief"); s != "" {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return q, Errorf(ErrBadRequest, "brief %q: want true or false", s)
-		}
-		q.Brief = b
-	}
-	return q, nil
-}
-
-func auditQuery(q AuditQuery) url.Values {
-	v := withLimit(queryOf("agent", q.Agent, "kind", q.Kind), q.Limit)
-	if !q.Since.IsZero() {
-		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
-	}
-	if q.Before != 0 {
-		v.Set("before", strconv.FormatInt(q.Before, 10))
-	}
-	return v
-}
-
-func parseAuditQuery(v url.Values) (AuditQuery, error) {
-	q := AuditQuery{Agent: v.Get("agent"), Kind: v.Get("kind")}
-	for key := range v {
-		if key != "agent" && key != "kind" && key != "since" && key != "limit" && key != "before" {
-			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want agent, kind, since, limit, before)", key)
-		}
-	}
-	if s := v.Get("since"); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return q, Errorf(ErrBadRequest, "since %q: want an RFC 3339 time like 2026-11-21T09:00:00Z", s)
-		}
-		q.Since = t
-	}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return q, Errorf(ErrBadRequest, "limit %q: want a whole number", s)
-		}
-		q.Limit = n
-	}
-	if s := v.Get("before"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return q, Errorf(ErrBadRequest, "before %q: want an audit entry id (a whole number)", s)
-		}
-		q.Before = n
-	}
-	return q, nil
-}
-
-func memoryListQuery(req MemoryListRequest) url.Values {
-	return withLimit(queryOf("agent", req.Agent, "kind", req.Kind), req.Limit)
-}
-
-func parseMemoryListQuery(q url.Values) (MemoryListRequest, error) {
-	n, err := parseLimit(q)
-	return MemoryListRequest{Agent: q.Get("agent"), Kind: q.Get("kind"), Limit: n}, err
-}
-
-// queryOf is a query of the key/value pairs kv whose value is not empty.
-func queryOf(kv ...string) url.Values {
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	return q
-}
-
-// withLimit adds limit to q when it is set.
-func withLimit(q url.Values, limit int) url.Values {
-	if limit != 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	return q
-}
-
-// parseLimit reads the query parameter limit (0 when absent).
-func parseLimit(q url.Values) (int, error) {
-	s := q.Get("limit")
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, Errorf(ErrBadRequest, "query parameter limit=%q: want a whole number", s)
-	}
-	return n, nil
-}
-
-func scheduleHistoryQuery(q ScheduleHistoryQuery) url.Values {
-	if q.Limit <= 0 {
-		return nil
-	}
-	return url.Values{"limit": {strconv.Itoa(q.Limit)}}
-}
-
-func parseScheduleHistoryQuery(v url.Values) (ScheduleHistoryQuery, error) {
-	var q ScheduleHistoryQuery
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return q, Errorf(ErrBadRequest, "limit %q: want a whole number, 0 or more", s)
-		}
-		q.Limit = n
-	}
-	return q, nil
+	Limit int `query:"limit"`
 }

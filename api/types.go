@@ -129,7 +129,7 @@ func UncheckedReason(what string) string {
 type AgentQuery struct {
 	// Brief leaves out what a list does not show: of the pending proposal, its thoughts,
 	// args, preview and result (its id, step, command, hash and status stay).
-	Brief bool
+	Brief bool `query:"brief"`
 }
 
 // Brief is what a brief listing (AgentQuery.Brief) shows of a proposal: which it is and
@@ -705,13 +705,13 @@ type AuditEntry struct {
 // AuditQuery selects audit entries: Agent (name or id; "" for all), Since, and the
 // newest Limit of them (0 means 100).
 type AuditQuery struct {
-	Agent string
-	Kind  string // one kind of entry, e.g. "decision"; "" for all
-	Since time.Time
-	Limit int
+	Agent string    `query:"agent"`
+	Kind  string    `query:"kind"` // one kind of entry, e.g. "decision"; "" for all
+	Since time.Time `query:"since"`
+	Limit int       `query:"limit"`
 	// Before, when not 0, keeps entries with an ID below it: the next page back, after a
 	// page whose oldest entry had this ID (one listing holds at most 10,000).
-	Before int64
+	Before int64 `query:"before" want:"an audit entry id (a whole number)"`
 }
 
 // Run is one task an agent worked on, from its start to its end.

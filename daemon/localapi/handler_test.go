@@ -239,7 +239,7 @@ func TestMemoryRoundTrip(t *testing.T) {
 func TestMemoryListBadLimit(t *testing.T) {
 	sock, _ := serve(t, newFake())
 	status, _, body := rawDo(t, sock, "GET", "/v0/memories?limit=ten", nil, "")
-	if status != http.StatusBadRequest || !strings.Contains(body, `limit=\"ten\": want a whole number`) {
+	if status != http.StatusBadRequest || !strings.Contains(body, `limit \"ten\": want a whole number`) {
 		t.Errorf("GET /v0/memories?limit=ten = %d %s", status, body)
 	}
 	status, _, body = rawDo(t, sock, "POST", "/v0/memory/search", nil, `{"query":"x","top":3}`)
@@ -445,7 +445,7 @@ func TestMemoryImportExportRoutes(t *testing.T) {
 		t.Fatalf("last page = %+v, %v; want %+v", page, err, want)
 	}
 	status, _, body := rawDo(t, sock, "GET", "/v0/memory/export?limit=many", nil, "")
-	if status != http.StatusBadRequest || !strings.Contains(body, `limit=\"many\": want a whole number`) {
+	if status != http.StatusBadRequest || !strings.Contains(body, `limit \"many\": want a whole number`) {
 		t.Errorf("GET /v0/memory/export?limit=many = %d %s", status, body)
 	}
 	status, _, body = rawDo(t, sock, "POST", "/v0/memory/import", nil, `{"records":[{"text":"x","txt":"y"}]}`)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -16,16 +15,7 @@ var historyCmd = &command{
 ran with its arguments, the outcome (succeeded, failed, denied, or feedback when you
 answered with text instead), the first lines of the result, and the agent's reasoning.
 Steps are grouped by run; each task or follow-up task is one run.`,
-	run: verb(agentVerbs.runHistory),
-}
-
-func (a agentVerbs) runHistory(ctx context.Context, args []string) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
-	eps, err := api.HistoryRoute.Do(ctx, a.api(), ref, api.None{})
-	return printResult(a.app, eps, agentErr(ref, err), func() {
+	run: refVerb(agentRef, api.HistoryRoute, func(a *app, ref string, eps []api.Episode) {
 		if len(eps) == 0 {
 			a.note("agent %s has no history yet", ref)
 			return
@@ -42,7 +32,7 @@ func (a agentVerbs) runHistory(ctx context.Context, args []string) error {
 			}
 			writeEpisode(a.stdout, ep)
 		}
-	})
+	}),
 }
 
 func writeEpisode(w io.Writer, ep *api.Episode) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -20,33 +19,28 @@ Applied at once: models, directives, command and component lists, permission pat
 when their settings changed). Agents keep running: a step under way finishes with the old
 settings, the next step uses the new ones. Everything else (state directory, socket,
 ollama.hosts, [memory], [web_commands], [shell], [mcp], …) is listed as needing a restart.`,
-	run: verb(daemonVerbs.runReload),
+	run: refVerb(refArg{}, api.ReloadRoute, writeReload),
 }
 
-func (a daemonVerbs) runReload(ctx context.Context, args []string) error {
-	if err := a.parseNone(args); err != nil {
-		return err
+// writeReload says what a reload applied and what waits for a restart.
+func writeReload(a *app, _ string, res *api.ReloadResult) {
+	where := res.Config
+	if where == "" {
+		where = "(defaults, no config file)"
 	}
-	res, err := api.ReloadRoute.Do(ctx, a.api(), "", api.None{})
-	return printResult(a.app, res, err, func() {
-		where := res.Config
-		if where == "" {
-			where = "(defaults, no config file)"
-		}
-		switch {
-		case len(res.Applied) == 0:
-			fmt.Fprintf(a.stdout, "reloaded %s: nothing to apply\n", where)
-		default:
-			fmt.Fprintf(a.stdout, "reloaded %s: applied %s\n", where, strings.Join(res.Applied, ", "))
-		}
-		if res.BotsRestarted {
-			fmt.Fprintln(a.stdout, "chat bots restarted")
-		}
-		if len(res.NeedsRestart) > 0 {
-			fmt.Fprintf(a.stdout, "needs a restart to apply: %s\n", strings.Join(res.NeedsRestart, ", "))
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(a.stdout, "warning: %s\n", w)
-		}
-	})
+	switch {
+	case len(res.Applied) == 0:
+		fmt.Fprintf(a.stdout, "reloaded %s: nothing to apply\n", where)
+	default:
+		fmt.Fprintf(a.stdout, "reloaded %s: applied %s\n", where, strings.Join(res.Applied, ", "))
+	}
+	if res.BotsRestarted {
+		fmt.Fprintln(a.stdout, "chat bots restarted")
+	}
+	if len(res.NeedsRestart) > 0 {
+		fmt.Fprintf(a.stdout, "needs a restart to apply: %s\n", strings.Join(res.NeedsRestart, ", "))
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
 }

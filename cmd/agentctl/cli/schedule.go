@@ -100,7 +100,7 @@ func (a scheduleVerbs) runSchedule(ctx context.Context, args []string) error {
 // parseSchedule parses an action that takes exactly one schedule NAME. The daemon's
 // errors about a NAME say which schedule and how to find one, so they pass on as they are.
 func (a scheduleVerbs) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
-	return a.parseOne(fs, args, "NAME (a schedule's name or id; see agentctl schedule ls)", "schedule NAME")
+	return scheduleRef.parse(a.app, fs, args)
 }
 
 func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
@@ -348,15 +348,10 @@ func (a scheduleVerbs) scheduleResume(ctx context.Context, args []string) error 
 }
 
 func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, route api.Route[api.None, *api.Schedule]) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
-	s, err := route.Do(ctx, a.api(), ref, api.None{})
-	return printResult(a.app, s, err, func() {
+	return refVerb(scheduleRef, route, func(a *app, _ string, s *api.Schedule) {
 		fmt.Fprintf(a.stdout, "schedule %s: %s\n", s.Name, scheduleState(s))
 		writeNextTimes(a.stdout, s)
-	})
+	})(a.app, ctx, args)
 }
 
 func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error {

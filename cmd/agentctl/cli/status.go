@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -26,17 +25,7 @@ agents are in each state, the chat bots' connections (Slack, Discord) and the TC
 listener ([http]: the address bound, and whether it serves metrics and the Agent
 Protocol, or off) and the sandbox execute_shell runs in ([shell], or off). When something
 is wrong it says how to fix it.`,
-	run: verb(daemonVerbs.runStatus),
-}
-
-func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
-	if err := a.parseNone(args); err != nil {
-		return err
-	}
-	st, err := api.StatusRoute.Do(ctx, a.api(), "", api.None{})
-	return printResult(a.app, st, err, func() {
-		writeStatus(a.stdout, st)
-	})
+	run: refVerb(refArg{}, api.StatusRoute, func(a *app, _ string, st *api.Status) { writeStatus(a.stdout, st) }),
 }
 
 func writeStatus(w io.Writer, st *api.Status) {

@@ -187,11 +187,6 @@ func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 	}
 }
 
-// parseTeam parses an action that takes exactly one team run ID.
-func (a teamVerbs) parseTeam(args []string) (string, error) {
-	return a.parseOne(a.newFlagSet(), args, "ID (a team run's id; see agentctl team ls)", "team run ID")
-}
-
 func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
@@ -211,63 +206,56 @@ func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 }
 
 func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
-	id, err := a.parseTeam(args)
-	if err != nil {
-		return err
+	return refVerb(teamRef, api.TeamRoute, writeTeamRun)(a.app, ctx, args)
+}
+
+// writeTeamRun prints a team run: its workflow, task, state, agents, variables and transcript.
+func writeTeamRun(a *app, _ string, r *api.TeamRun) {
+	w := a.stdout
+	fmt.Fprintf(w, "team run %s: workflow %s", r.ID, r.Workflow)
+	if r.File != "" {
+		fmt.Fprintf(w, " (%s)", r.File)
 	}
-	r, err := api.TeamRoute.Do(ctx, a.api(), id, api.None{})
-	return printResult(a.app, r, err, func() {
-		w := a.stdout
-		fmt.Fprintf(w, "team run %s: workflow %s", r.ID, r.Workflow)
-		if r.File != "" {
-			fmt.Fprintf(w, " (%s)", r.File)
+	fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", oneParagraph(r.Task), line(r.Status))
+	if r.Reason != "" {
+		fmt.Fprintf(w, ": %s", oneParagraph(r.Reason))
+	}
+	fmt.Fprintf(w, "\nstate:   %s", r.State)
+	if r.Phase != "" {
+		fmt.Fprintf(w, ", phase %s", r.Phase)
+	}
+	fmt.Fprintf(w, "\nturns:   %d of %d\n", r.Turns, r.MaxTurns)
+	if r.Waiting != "" {
+		fmt.Fprintf(w, "waiting: for agent %s (agentctl show %s)\n", r.Waiting, r.Waiting)
+	}
+	if len(r.Agents) > 0 {
+		fmt.Fprintln(w, "agents:")
+		for _, role := range sortedKeys(r.Agents) {
+			fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
 		}
-		fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", oneParagraph(r.Task), line(r.Status))
-		if r.Reason != "" {
-			fmt.Fprintf(w, ": %s", oneParagraph(r.Reason))
+	}
+	fmt.Fprintln(w, "variables:")
+	for _, k := range sortedKeys(r.Vars) {
+		v := r.Vars[k]
+		if v == "" {
+			v = "(empty)"
 		}
-		fmt.Fprintf(w, "\nstate:   %s", r.State)
-		if r.Phase != "" {
-			fmt.Fprintf(w, ", phase %s", r.Phase)
+		fmt.Fprintf(w, "  %s: %s\n", k, truncate(v, 100))
+	}
+	if len(r.Transcript) > 0 {
+		fmt.Fprintln(w, "transcript:")
+		var prev *api.TeamTurn
+		for i := range r.Transcript {
+			writeTurn(w, &r.Transcript[i], prev)
+			prev = &r.Transcript[i]
 		}
-		fmt.Fprintf(w, "\nturns:   %d of %d\n", r.Turns, r.MaxTurns)
-		if r.Waiting != "" {
-			fmt.Fprintf(w, "waiting: for agent %s (agentctl show %s)\n", r.Waiting, r.Waiting)
-		}
-		if len(r.Agents) > 0 {
-			fmt.Fprintln(w, "agents:")
-			for _, role := range sortedKeys(r.Agents) {
-				fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
-			}
-		}
-		fmt.Fprintln(w, "variables:")
-		for _, k := range sortedKeys(r.Vars) {
-			v := r.Vars[k]
-			if v == "" {
-				v = "(empty)"
-			}
-			fmt.Fprintf(w, "  %s: %s\n", k, truncate(v, 100))
-		}
-		if len(r.Transcript) > 0 {
-			fmt.Fprintln(w, "transcript:")
-			var prev *api.TeamTurn
-			for i := range r.Transcript {
-				writeTurn(w, &r.Transcript[i], prev)
-				prev = &r.Transcript[i]
-			}
-		}
-	})
+	}
 }
 
 func (a teamVerbs) teamStop(ctx context.Context, args []string) error {
-	id, err := a.parseTeam(args)
-	if err != nil {
-		return err
-	}
-	r, err := api.StopTeamRoute.Do(ctx, a.api(), id, api.None{})
-	return printResult(a.app, r, err, func() {
+	return refVerb(teamRef, api.StopTeamRoute, func(a *app, _ string, r *api.TeamRun) {
 		fmt.Fprintf(a.stdout, "%s stopped in state %s after %d turns\n", r.ID, r.State, r.Turns)
-	})
+	})(a.app, ctx, args)
 }
 
 // writeTurn prints one transcript entry, each message labelled with its role; a header

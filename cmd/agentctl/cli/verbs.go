@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -47,14 +48,45 @@ func subcommand[V ~struct{ *app }](v V, ctx context.Context, args []string, name
 // agentAction is the run of a command that takes one AGENT, calls route on it and prints the
 // agent it returns: its JSON with --json, else "NAME: STATE" (pause, resume, stop).
 func agentAction(route api.Route[api.None, *api.Agent]) func(*app, context.Context, []string) error {
+	return refVerb(agentRef, route, func(a *app, _ string, ag *api.Agent) {
+		fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+	})
+}
+
+// refArg is the one argument a verb that reads one thing takes: how a missing one is
+// named (missing), an extra one (want), and a not-found said (notFound: nil keeps the
+// daemon's words). The zero refArg is a verb that takes no argument.
+type refArg struct {
+	missing, want string
+	notFound      func(ref string, err error) error
+}
+
+var (
+	agentRef    = refArg{agentArg, "AGENT", agentErr}
+	scheduleRef = refArg{"NAME (a schedule's name or id; see agentctl schedule ls)", "schedule NAME", nil}
+	teamRef     = refArg{"ID (a team run's id; see agentctl team ls)", "team run ID", nil}
+)
+
+// parse parses a command that takes exactly r.
+func (r refArg) parse(a *app, fs *flag.FlagSet, args []string) (string, error) {
+	if r.want == "" {
+		return "", a.parseNone(args)
+	}
+	return a.parseOne(fs, args, r.missing, r.want)
+}
+
+// refVerb is the run of a command that takes arg, calls route on it and prints what it
+// returns: its JSON with --json, else text.
+func refVerb[Out any](arg refArg, route api.Route[api.None, Out], text func(a *app, ref string, out Out)) func(*app, context.Context, []string) error {
 	return func(a *app, ctx context.Context, args []string) error {
-		ref, err := a.parseAgent(a.newFlagSet(), args)
+		ref, err := arg.parse(a, a.newFlagSet(), args)
 		if err != nil {
 			return err
 		}
-		ag, err := route.Do(ctx, a.api(), ref, api.None{})
-		return printResult(a, ag, agentErr(ref, err), func() {
-			fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
-		})
+		out, err := route.Do(ctx, a.api(), ref, api.None{})
+		if arg.notFound != nil {
+			err = arg.notFound(ref, err)
+		}
+		return printResult(a, out, err, func() { text(a, ref, out) })
 	}
 }
