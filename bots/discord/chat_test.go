@@ -384,17 +384,9 @@ func (c discordChat) DirectPosted() []string                 { return contentsOf
 // Buttons is the action of each button on m whose custom ID parses.
 func (c discordChat) Buttons(m chattest.Msg) []string {
 	var out []string
-	for _, raw := range m.Raw.(fakediscord.Message).Components {
-		var row struct {
-			Components []struct {
-				CustomID string `json:"custom_id"`
-			} `json:"components"`
-		}
-		json.Unmarshal(raw, &row)
-		for _, b := range row.Components {
-			if id, err := ParseCustomID(b.CustomID); err == nil {
-				out = append(out, string(id.Action))
-			}
+	for _, b := range buttonIDs(m.Raw.(fakediscord.Message)) {
+		if id, err := ParseCustomID(b); err == nil {
+			out = append(out, string(id.Action))
 		}
 	}
 	return out
