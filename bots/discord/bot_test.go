@@ -15,44 +15,14 @@ import (
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
-func TestMentionStartsRunApprovedByClicks(t *testing.T) {
+// A mention's run gets a public thread under the channel, on a gateway opened with the
+// declared intents. (The run itself is the mention_starts_a_run_approved_by_a_click
+// scenario.)
+func TestMentionRunsInAPublicThread(t *testing.T) {
 	e := newEnv(t)
-	for _, w := range []string{"a", "b", "c"} {
-		e.Script(reply("bots_test_touch", map[string]string{"what": w}))
-	}
-	thread := e.startRun("touch three things")
+	thread, _ := e.touchRun("touch", "x")
 	if ch, ok := e.fake.Channel(thread); !ok || ch.ParentID != eChannel || ch.Type != fakediscord.ChannelPublicThread {
 		t.Fatalf("thread = %+v, %v", ch, ok)
-	}
-	p := e.proposal(thread, 1)
-	for _, a := range []Action{ActionApprove, ActionApproveN, ActionDeny, ActionFeedback} {
-		customID(t, p, a)
-	}
-	// The agent's words are escaped and ping nobody; the plan is shown.
-	if !strings.Contains(p.Content, `I will bots\_test\_touch \*\*now\*\* @`+zwsp+`everyone`) || !strings.Contains(p.Content, "**Plan:**\n> ") {
-		t.Errorf("proposal = %q", p.Content)
-	}
-	if p.MentionEveryone || len(p.Mentions) != 0 {
-		t.Errorf("a proposal pinged: %+v", p)
-	}
-	chattest.Drain()
-	in := e.click(uAlice, thread, p, ActionApproveN)
-	e.decided(p.ID, "Approved ×3** by <@"+uAlice.ID+">")
-	if r := e.fake.InteractionResponse(in.ID); !r.Responded || r.Type != 6 {
-		t.Errorf("click answered with %+v, want a deferred update (6)", r)
-	}
-	chattest.TouchedInOrder(e.t, "a", "b", "c")
-	e.wait("three results", func() bool {
-		ms := e.fake.Messages(thread)
-		return hasText(ms, "touched a") && hasText(ms, "touched b") && hasText(ms, "touched c")
-	})
-	fin := e.proposal(thread, 4)
-	e.say(uAlice, thread, "y")
-	e.decided(fin.ID, "Approved** by <@"+uAlice.ID+">")
-	e.wait("the finish note", func() bool { return hasText(e.fake.Messages(thread), "Finished: all done") })
-
-	if strings.Contains(e.Logs.String(), e.fake.Token()) {
-		t.Error("the token is in the logs")
 	}
 	if got := e.fake.Intents(); got != int(Intents) {
 		t.Errorf("intents = %d, want %d", got, Intents)
@@ -100,37 +70,6 @@ func TestStrangersDialogAndUnservedChannelDecideNothing(t *testing.T) {
 			t.Errorf("the bot answered in an unserved channel: %s %s", c.Method, c.Path)
 		}
 	}
-}
-
-func TestDirectMessageRun(t *testing.T) {
-	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "dm"}))
-	e.say(uAlice, eDM, "touch dm")
-	e.wait("the run's note in the DM", func() bool { return hasText(e.fake.Messages(eDM), "is on it") })
-	e.wait("the proposal", func() bool { return hasText(e.fake.Messages(eDM), "Step 1: ") })
-	e.say(uAlice, eDM, "y")
-	e.wait("the result", func() bool { return hasText(e.fake.Messages(eDM), "touched dm") })
-}
-
-func TestGatewayDroppedMidApproval(t *testing.T) {
-	e := newEnv(t)
-	thread, p := e.touchRun("touch", "x")
-	resumes := e.resumes()
-	e.fake.Drop()
-	in := e.click(uAlice, thread, p, ActionApprove) // held by the fake until the bot resumes
-	e.wait("a resumed connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
-	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
-	if r := e.fake.InteractionResponse(in.ID); r.Type != 6 {
-		t.Errorf("the replayed click was answered with %+v", r)
-	}
-	e.settle()
-	// A reconnect request (op 7) is survived too.
-	resumes = e.resumes()
-	e.fake.RequestReconnect()
-	e.wait("another connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
-	fin := e.proposal(thread, 2)
-	e.click(uAlice, thread, fin, ActionApprove)
-	e.wait("the finish", func() bool { return hasText(e.fake.Messages(thread), "Finished") })
 }
 
 // resumes counts RESUME payloads the bot sent.

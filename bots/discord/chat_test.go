@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
@@ -122,9 +124,12 @@ func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 
 func (c discordChat) Text(_ string, m chattest.Msg) string {
 	c.t.Helper()
-	content := m.Raw.(fakediscord.Message).Content
-	checkContent(c.t, content)
-	return content
+	shown := m.Raw.(fakediscord.Message)
+	checkContent(c.t, shown.Content)
+	if shown.MentionEveryone || len(shown.Mentions) != 0 {
+		c.t.Errorf("the message pinged: %+v", shown)
+	}
+	return shown.Content
 }
 func (c discordChat) Code(text string) string    { return codeBlock(text) }
 func (c discordChat) Escaped(text string) string { return Escape(text) }
@@ -215,13 +220,7 @@ func (c discordChat) Click(u chattest.User, thread string, m chattest.Msg, actio
 }
 
 func (c discordChat) ForgeClick(u chattest.User, thread string, on, from chattest.Msg) {
-	msg := on.Raw.(fakediscord.Message)
-	in, err := c.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &msg,
-		Data: fakediscord.ComponentData{CustomID: customID(c.t, from.Raw.(fakediscord.Message), ActionApprove), ComponentType: 2}}, discordUsers[u])
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.interacted(u, in)
+	c.ForgeRef(u, thread, on, bots.ActionApprove, c.RefOf(from))
 }
 
 // Feedback opens the modal (answered with type 9) and submits it.
@@ -339,3 +338,86 @@ func (c discordChat) Asks(thread string, m chattest.Msg) bool {
 }
 
 func (c discordChat) Hold(text string) func() { return c.held.Hold(text) }
+
+// ClicksAnswered waits for u's button clicks to be answered: by a deferred update (6),
+// a feedback button's by its dialog (9).
+func (c discordChat) ClicksAnswered(u chattest.User) {
+	c.t.Helper()
+	c.mu.Lock()
+	ins := slices.Clone(c.ins[discordUsers[u].ID])
+	c.mu.Unlock()
+	for _, in := range ins {
+		if in.Type != fakediscord.InteractionMessageComponent {
+			continue
+		}
+		c.wait("the click answered", func() bool { return c.fake.InteractionResponse(in.ID).Responded })
+		want := fakediscord.CallbackDeferredUpdateMessage
+		if id, _ := ParseCustomID(customIDOf(in)); id.Action == ActionFeedback {
+			want = fakediscord.CallbackModal
+		}
+		if r := c.fake.InteractionResponse(in.ID); r.Type != want {
+			c.t.Errorf("the click %s was answered with %+v, want type %d", customIDOf(in), r, want)
+		}
+	}
+}
+
+// Drop drops the gateway connection; the fake holds what happens meanwhile until the
+// bot resumes.
+func (c discordChat) Drop() func() {
+	resumes := c.resumes()
+	c.fake.Drop()
+	return func() {
+		c.wait("a resumed connection", func() bool { return c.resumes() > resumes && c.fake.Connections() == 1 })
+	}
+}
+
+func (c discordChat) AskReconnect() {
+	c.settle()
+	resumes := c.resumes()
+	c.fake.RequestReconnect()
+	c.wait("another connection", func() bool { return c.resumes() > resumes && c.fake.Connections() == 1 })
+}
+
+func (c discordChat) SayDirect(u chattest.User, text string) { c.say(discordUsers[u], eDM, text) }
+func (c discordChat) DirectPosted() []string                 { return contentsOf(c.fake.Messages(eDM)) }
+
+// Buttons is the action of each button on m whose custom ID parses.
+func (c discordChat) Buttons(m chattest.Msg) []string {
+	var out []string
+	for _, b := range buttonIDs(m.Raw.(fakediscord.Message)) {
+		if id, err := ParseCustomID(b); err == nil {
+			out = append(out, string(id.Action))
+		}
+	}
+	return out
+}
+
+func (c discordChat) Tokens() []string { return []string{c.fake.Token()} }
+
+// customIDOf is the custom ID a component interaction carries.
+func customIDOf(in fakediscord.Interaction) string {
+	d, _ := in.Data.(fakediscord.ComponentData)
+	return d.CustomID
+}
+
+// RefOf is the approve button's custom ID: Discord's carry no agent.
+func (c discordChat) RefOf(m chattest.Msg) bots.Ref {
+	id, err := ParseCustomID(customID(c.t, m.Raw.(fakediscord.Message), ActionApprove))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return bots.Ref{ProposalID: id.ProposalID, Hash: id.Hash, Count: id.N}
+}
+
+// ForgeRef sends ref as the button's custom ID, past the fake's check that a click is
+// one of the message's buttons.
+func (c discordChat) ForgeRef(u chattest.User, thread string, m chattest.Msg, action string, ref bots.Ref) {
+	msg := m.Raw.(fakediscord.Message)
+	id := CustomID{Action: Action(action), ProposalID: ref.ProposalID, N: ref.Count, Hash: ref.Hash}.String()
+	in, err := c.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &msg,
+		Data: fakediscord.ComponentData{CustomID: id, ComponentType: 2}}, discordUsers[u])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.interacted(u, in)
+}

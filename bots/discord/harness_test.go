@@ -188,17 +188,9 @@ func (e *env) proposal(thread string, step int) fakediscord.Message {
 // customID returns the custom_id of the button for action on m.
 func customID(t testing.TB, m fakediscord.Message, action Action) string {
 	t.Helper()
-	for _, raw := range m.Components {
-		var row struct {
-			Components []struct {
-				CustomID string `json:"custom_id"`
-			} `json:"components"`
-		}
-		json.Unmarshal(raw, &row)
-		for _, c := range row.Components {
-			if id, err := ParseCustomID(c.CustomID); err == nil && id.Action == action {
-				return c.CustomID
-			}
+	for _, c := range buttonIDs(m) {
+		if id, err := ParseCustomID(c); err == nil && id.Action == action {
+			return c
 		}
 	}
 	t.Fatalf("no %s button on %q", action, m.Content)
@@ -297,4 +289,21 @@ func (e *env) checkAcksInTime() {
 			e.t.Errorf("an interaction was answered after Discord's deadline: %s %s", c.Method, c.Path)
 		}
 	}
+}
+
+// buttonIDs is the custom ID of each of m's buttons.
+func buttonIDs(m fakediscord.Message) []string {
+	var out []string
+	for _, raw := range m.Components {
+		var row struct {
+			Components []struct {
+				CustomID string `json:"custom_id"`
+			} `json:"components"`
+		}
+		json.Unmarshal(raw, &row)
+		for _, c := range row.Components {
+			out = append(out, c.CustomID)
+		}
+	}
+	return out
 }

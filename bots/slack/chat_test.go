@@ -2,12 +2,15 @@ package slack
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/testutil"
@@ -23,7 +26,7 @@ func newChat(t testing.TB) *slackChat {
 	wrap, held, handled := chattest.Held()
 	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
 	e.WithTeams(t, map[string]string{})
-	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}}
+	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}, clicks: map[string][]string{}}
 }
 
 // slackChat is the Slack harness as the scenarios drive it.
@@ -32,7 +35,9 @@ type slackChat struct {
 	held    *chattest.HoldingRelay
 	handled *chattest.HandledRelay
 	mu      sync.Mutex
-	sent    map[string]string // message ts → its envelope, to deliver again
+	sent    map[string]string   // message ts → its envelope, to deliver again
+	clicks  map[string][]string // user → the envelopes of their clicks
+	dm      string              // the direct message's thread, once one started it
 }
 
 var slackUsers = map[chattest.User]string{chattest.Approver: approver, chattest.GroupApprover: member, chattest.Stranger: stranger,
@@ -116,13 +121,66 @@ func (c *slackChat) Files(thread string) map[string]string {
 }
 
 func (c *slackChat) Click(u chattest.User, thread string, m chattest.Msg, action string) {
-	c.click(slackUsers[u], thread, m.Raw.(fakeslack.Message), action)
+	env := c.click(slackUsers[u], thread, m.Raw.(fakeslack.Message), action)
+	c.mu.Lock()
+	c.clicks[slackUsers[u]] = append(c.clicks[slackUsers[u]], env)
+	c.mu.Unlock()
+}
+
+func (c *slackChat) ClicksAnswered(u chattest.User) {
+	c.mu.Lock()
+	envs := slices.Clone(c.clicks[slackUsers[u]])
+	c.mu.Unlock()
+	for _, env := range envs {
+		c.wait("the click acked", func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok })
+	}
+}
+
+// Drop drops the socket; Slack queues what happens meanwhile for the next connection.
+func (c *slackChat) Drop() func() {
+	n := c.connectionCount()
+	c.slack.Drop()
+	return func() {
+		c.wait("a reconnect", func(v fakeslack.View) bool { return v.Connections() > n && v.Connected() })
+	}
+}
+
+func (c *slackChat) AskReconnect() {
+	n := c.connectionCount()
+	c.slack.Disconnect()
+	c.wait("another connection", func(v fakeslack.View) bool { return v.Connections() > n && v.Connected() })
+}
+
+// connectionCount is how many socket connections the bot has opened so far.
+func (c *slackChat) connectionCount() (n int) {
+	c.slack.Wait(0, func(v fakeslack.View) bool { n = v.Connections(); return true })
+	return n
+}
+
+const dmChannel = "D1"
+
+func (c *slackChat) SayDirect(u chattest.User, text string) {
+	_, ts := c.slack.Say(slackUsers[u], dmChannel, "im", c.dm, text, false)
+	if c.dm == "" {
+		c.dm = ts
+	}
+}
+
+func (c *slackChat) DirectPosted() []string {
+	var out []string
+	c.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(dmChannel, c.dm) {
+			out = append(out, m.Text+"\n"+string(m.Blocks))
+		}
+		return true
+	})
+	return out
 }
 
 // ForgeClick waits for the click's ack too: the refusal may be posted before the ack
 // lands, which the fake marks in time or late by Slack's own deadline.
 func (c *slackChat) ForgeClick(u chattest.User, thread string, on, from chattest.Msg) {
-	env := c.slack.Click(slackUsers[u], channel, thread, on.ID)("agentd_approve", button(c.t, from.Raw.(fakeslack.Message), "approve"))
+	env := c.forgeRef(u, thread, on, bots.ActionApprove, c.RefOf(from))
 	c.wait("the forged click acked in time", func(v fakeslack.View) bool { return v.AckedInTime(env) })
 }
 
@@ -245,3 +303,45 @@ func (c *slackChat) Wait(what string, cond func() bool) {
 }
 
 func (c *slackChat) Hold(text string) func() { return c.held.Hold(text) }
+
+// Buttons is the action of each agentd button in m's blocks.
+func (c *slackChat) Buttons(m chattest.Msg) []string {
+	var blocks []struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+		} `json:"elements"`
+	}
+	json.Unmarshal(m.Raw.(fakeslack.Message).Blocks, &blocks)
+	var out []string
+	for _, b := range blocks {
+		for _, el := range b.Elements {
+			if a, ok := strings.CutPrefix(el.ActionID, "agentd_"); ok {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+func (c *slackChat) Tokens() []string {
+	return []string{c.slack.BotToken, c.slack.AppToken, "fake-bot-token", "fake-app-token"}
+}
+
+func (c *slackChat) RefOf(m chattest.Msg) bots.Ref {
+	ref, err := bots.ParseRef(button(c.t, m.Raw.(fakeslack.Message), bots.ActionApprove))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ref
+}
+
+// ForgeRef sends ref as the button's value: agent, proposal, count, hash.
+func (c *slackChat) ForgeRef(u chattest.User, thread string, m chattest.Msg, action string, ref bots.Ref) {
+	c.forgeRef(u, thread, m, action, ref)
+}
+
+// forgeRef is ForgeRef, returning the click's envelope.
+func (c *slackChat) forgeRef(u chattest.User, thread string, m chattest.Msg, action string, ref bots.Ref) string {
+	value := fmt.Sprintf("%s %s %d %s", ref.AgentID, ref.ProposalID, max(ref.Count, 1), ref.Hash)
+	return c.slack.Click(slackUsers[u], channel, thread, m.ID)("agentd_"+action, value)
+}

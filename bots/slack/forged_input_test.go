@@ -89,8 +89,9 @@ func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 	t.Errorf("proposal 2 was decided by a reply written for proposal 1: %+v", a)
 }
 
-// A button value forged onto a proposal's message — another agent, another proposal,
-// another hash, a count that does not parse or past the one shown — decides nothing.
+// A button value forged onto a proposal's message — another agent, a count that does
+// not parse or past the one shown — decides nothing. (Another proposal or hash is the
+// forged_button_values_decide_nothing scenario.)
 func TestForgedButtonValuesDecideNothing(t *testing.T) {
 	e := newEnv(t)
 	thread, p := e.touchRun("touch once", "one")
@@ -98,10 +99,8 @@ func TestForgedButtonValuesDecideNothing(t *testing.T) {
 	value := button(t, p, "approve")
 	f := strings.Fields(value)
 	for _, forged := range []string{
-		"a-0000000000 " + f[1] + " 1 " + f[3],     // another agent
-		f[0] + " p-0000000000 1 " + f[3],          // another proposal
-		f[0] + " " + f[1] + " 1 0000000000000000", // another hash
-		f[0] + " " + f[1] + " -5 " + f[3],         // a count that does not parse
+		"a-0000000000 " + f[1] + " 1 " + f[3], // another agent
+		f[0] + " " + f[1] + " -5 " + f[3],     // a count that does not parse
 	} {
 		e.slack.Click(approver, channel, thread, p.TS)("agentd_approve", forged)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
@@ -82,7 +83,7 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		o.AgentBudget = run.Budget{MaxTokens: 1 << 40}
-		o.Agents = map[string]AgentOverrides{"tester": {Budget: &run.Budget{MaxTokens: 1}}}
+		o.Agents = map[string]config.AgentOverride{"tester": {MaxTokens: new(int64(1))}}
 	})
 	listForever(h)
 	a := autoAgent(h, 10)

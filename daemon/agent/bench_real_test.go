@@ -19,7 +19,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
@@ -96,7 +95,8 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 	defer st.Close()
 	x.sup, err = New(testOptions(func(o *Options) {
 		o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, dir
-		o.Directives, o.Commands = config.Default().Directives(), commands.DefaultNames
+		withDefaultDirectives(o)
+		o.Commands = commands.DefaultNames
 		// The tiny model's noise must not pause the agent: a step lasts until a proposal.
 		o.MaxInvalidReplies = 1 << 20
 		o.Now = func() time.Time { return firstStepNow }

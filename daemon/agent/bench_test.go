@@ -185,7 +185,8 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 	}
 	sup, err := New(testOptions(func(o *Options) {
 		o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, dir
-		o.Directives, o.Commands, o.Memory, o.Metrics = config.Default().Directives(), commands.DefaultNames, mem, cmds
+		withDefaultDirectives(o)
+		o.Commands, o.Memory, o.Metrics = commands.DefaultNames, mem, cmds
 	}))
 	if err != nil {
 		b.Fatal(err)
@@ -308,7 +309,7 @@ func firstStepInput(tb testing.TB, name string) PromptInput {
 	clock, _ := commands.Clock{}.Messages(ctx, step)
 	return PromptInput{
 		Name: name, Description: benchDescription, Task: "Achieve the goals below.", Goals: benchGoals,
-		Directives: toDirectives(config.Default().Directives()),
+		Directives: toDirectives(config.Default().Agent.Directives()),
 		Commands:   append(set, more...), Messages: clock,
 	}
 }

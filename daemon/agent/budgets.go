@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -30,9 +31,9 @@ import (
 // goroutine).
 type budgets struct {
 	st        *store.Store
-	base      run.Budget                // Options.AgentBudget
-	overrides map[string]AgentOverrides // Options.Agents
-	timeUp    func(runID string)        // a run's wall-time budget is spent (runs.timeUp)
+	base      run.Budget                      // Options.AgentBudget
+	overrides map[string]config.AgentOverride // Options.Agents
+	timeUp    func(runID string)              // a run's wall-time budget is spent (runs.timeUp)
 	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
 	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error) (*api.Agent, error)
 	// remeasure measures an agent's workspace again when it is over its disk budget
@@ -150,8 +151,8 @@ const agentBudgetReason = "agent budget exhausted: "
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
 func (s *budgets) agentBudget(a *store.Agent) run.Budget {
 	b := s.base
-	if o, ok := s.overrides[a.Name]; ok && o.Budget != nil {
-		b = *o.Budget
+	if ob, ok := overrideBudget(s.base, s.overrides[a.Name]); ok {
+		b = ob
 	}
 	return b.With(a.Budget.MaxSteps, a.Budget.MaxTokens, a.Budget.MaxBusy, a.Budget.MaxDisk)
 }

@@ -96,7 +96,7 @@ func builtinCommands(names []string) (commands.Set, error) {
 // assemble puts the components in their default order.
 func (s *Supervisor) assemble(l *live, builtin commands.Set) (*commands.Pipeline, error) {
 	all := map[string]commands.Component{
-		compDirectives: commands.StaticDirectives{ID: compDirectives, D: toDirectives(l.Directives)},
+		compDirectives: commands.StaticDirectives{ID: compDirectives, D: toDirectives(l.AgentConfig.Directives())},
 		"profile":      commands.ProfileDirectives{},
 		compCommands:   commands.CommandList{ID: compCommands, Cmds: builtin},
 		"context":      commands.ContextItems{},

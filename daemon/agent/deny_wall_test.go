@@ -26,7 +26,7 @@ func denyWallHarnessWith(t *testing.T, store checkpoint.Options, preview bool, d
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, withCheckpoints, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-		o.Deny, o.NoEffectPreview, o.Checkpoints.Store = deny, !preview, store
+		o.Deny, o.EffectPreview, o.Checkpoints.Store = deny, preview, store
 	})
 	var script []string
 	for _, l := range lines {

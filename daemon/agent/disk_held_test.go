@@ -43,7 +43,7 @@ func cutAtTwoMiB(t *testing.T, noPreview bool, line, want string) {
 		h := newHarness(t, func(o *Options) {
 			o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
 			o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
-			o.NoEffectPreview = noPreview
+			o.EffectPreview = !noPreview
 		})
 		h.fake.Script(shellReply(line))
 		listForever(h)
@@ -79,7 +79,7 @@ func TestTwoAgentsWritingWithinTheirDiskBudgetsAtOnceAreNotCut(t *testing.T) {
 	h := newHarness(t, withCheckpoints, func(o *Options) {
 		o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
 		o.AgentBudget = run.Budget{MaxDisk: 64 << 20}
-		o.NoEffectPreview = true
+		o.EffectPreview = false
 	})
 	// 48 MiB each, of a 64 MiB budget: what the other wrote and checkpointed is 96 MiB.
 	write := `head -c 50331648 /dev/urandom > f && sync && sleep %d && echo wrote`

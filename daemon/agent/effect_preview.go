@@ -58,7 +58,7 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		previewing()
 	}
 	var diff string
-	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits, room)
+	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.commandLimits(), room)
 	if p.Preview.Effect != nil && by != nil {
 		p.Preview.Effect.Profile = by.Profile
 	}
@@ -118,7 +118,7 @@ func (l *live) effectPreview(name string) bool {
 	if o, ok := l.Agents[name]; ok && o.EffectPreview != nil {
 		return *o.EffectPreview
 	}
-	return !l.NoEffectPreview
+	return l.EffectPreview
 }
 
 // rerunPreview is p's preview with its effect preview run again, on a's workspace as it

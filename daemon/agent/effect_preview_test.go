@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -126,7 +127,7 @@ func TestEffectPreviewOffForAnAgent(t *testing.T) {
 	off := false
 	h := newHarness(t, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-		o.Agents = map[string]AgentOverrides{"tester": {EffectPreview: &off}}
+		o.Agents = map[string]config.AgentOverride{"tester": {EffectPreview: &off}}
 	})
 	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "touch x"}))
 	a := h.create(api.CreateAgentRequest{})

@@ -242,9 +242,15 @@ func (h *harness) history(id string) []api.Episode {
 // testOptions are a test supervisor's options: the config's defaults
 // (OptionsOf(config.Default())), less what this package's tests were written without —
 // directives, a budget over every agent, checkpoints — and then what mod sets.
+// withDefaultDirectives gives o the config's default directives, which testOptions leaves out.
+func withDefaultDirectives(o *Options) {
+	d := config.Default().Agent
+	o.Constraints, o.Resources, o.BestPractices = d.Constraints, d.Resources, d.BestPractices
+}
+
 func testOptions(mod ...func(*Options)) Options {
 	o := OptionsOf(config.Default())
-	o.Directives, o.AgentBudget = api.Directives{}, run.Budget{}
+	o.Constraints, o.Resources, o.BestPractices, o.AgentBudget = nil, nil, nil, run.Budget{}
 	o.Checkpoints.On = false // checkpoints_test.go turns them on
 	for _, m := range mod {
 		m(&o)

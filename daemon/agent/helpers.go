@@ -469,8 +469,8 @@ type helpers struct {
 	audit      *auditKeeper
 	events     *run.Broker
 	batchRuns  *batchRuns // a helper's runs are batch work when its parent's are
-	maxDepth   int        // Options.MaxHelperDepth
-	maxHelpers int        // Options.MaxHelpers
+	maxDepth   int        // Options.MaxHelperDepth ([agent] max_helper_depth)
+	maxHelpers int        // Options.MaxHelpers ([agent] max_helpers)
 	// checkpoints records what a helper's step changed in its parent's workspace.
 	checkpoints *checkpoints
 

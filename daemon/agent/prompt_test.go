@@ -59,7 +59,9 @@ func newPromptFixture(t testing.TB, mod ...func(*Options)) *promptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := testOptions(func(o *Options) { o.Directives = baseDirectives })
+	opt := testOptions(func(o *Options) {
+		o.Constraints, o.Resources, o.BestPractices = baseDirectives.Constraints, baseDirectives.Resources, baseDirectives.BestPractices
+	})
 	for _, m := range mod {
 		m(&opt)
 	}
@@ -130,7 +132,7 @@ func TestPromptGolden(t *testing.T) {
 // is about 5,150 — and pins it in a golden file.
 func TestFirstStepPromptSize(t *testing.T) {
 	f := newPromptFixture(t, func(o *Options) {
-		o.Directives = config.Default().Directives()
+		withDefaultDirectives(o)
 		o.Components = []commands.Component{commands.CommandList{ID: "web", Cmds: commands.Set{web.NewWebSearch(nil, 0), web.NewReadWebpage(nil, nil)}}}
 	})
 	in, msgs := f.prompt(api.CreateAgentRequest{
@@ -197,11 +199,11 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 // bounds what the four cost: they are offered only where config lists them.
 func TestSubAgentCommandsPromptCost(t *testing.T) {
 	req := api.CreateAgentRequest{Name: "lead", Description: "an agent that delegates", Task: "Collect three facts about autumn into facts.txt."}
-	base := newPromptFixture(t, func(o *Options) { o.Directives = config.Default().Directives() })
+	base := newPromptFixture(t, withDefaultDirectives)
 	_, msgs := base.prompt(req, nil, 8192)
 	without := PromptChars(msgs)
 	names := append(slices.Clone(commands.DefaultNames), commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent)
-	f := newPromptFixture(t, func(o *Options) { o.Directives, o.Commands = config.Default().Directives(), names })
+	f := newPromptFixture(t, func(o *Options) { withDefaultDirectives(o); o.Commands = names })
 	in, msgs := f.prompt(req, nil, 8192)
 	for _, n := range names {
 		if _, ok := in.Commands.Get(n); !ok {
@@ -537,7 +539,8 @@ func newMemoryKeeper(t *testing.T, task string) (*promptFixture, *memory.Index, 
 	ix := openIndex(t, t.TempDir())
 	t.Cleanup(func() { ix.Close() })
 	f := newPromptFixture(t, func(o *Options) {
-		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
+		withDefaultDirectives(o)
+		o.Memory = MemoryOf(config.Default().Memory, ix)
 	})
 	a, err := f.sup.runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "keeper", Description: benchDescription, Task: task, Start: new(bool)})
 	if err != nil {

@@ -275,7 +275,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		if st.apply {
 			o.Output, o.Err = applyPreview(watched, r.s.previews, st.a, p)
 		} else {
-			o.Output, o.Err = commands.Run(watched, cmd, env, p.Args, l.Limits)
+			o.Output, o.Err = commands.Run(watched, cmd, env, p.Args, l.commandLimits())
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {

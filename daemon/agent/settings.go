@@ -29,11 +29,7 @@ type Options struct {
 	// history, clock).
 	Components []commands.Component
 
-	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
-	// started have helpers, 2 lets those have their own.
-	MaxHelperDepth int
-	// MaxHelpers bounds how many helpers one agent keeps at once.
-	MaxHelpers    int
+	// WorkspaceRoot holds the agents' workspaces (config.Config.WorkspaceRoot, resolved).
 	WorkspaceRoot string
 	// Memory is long-term memory; its zero value (no Index) turns it off.
 	Memory MemoryOptions
@@ -55,30 +51,12 @@ type Options struct {
 	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
 	OnAgentRemoved func(id string)
 	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
-	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	// its [agents.NAME] table or `agentctl budget` say otherwise; zero bounds nothing.
 	AgentBudget run.Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
 	// Checkpoints configure the workspace checkpoints; the zero value takes none.
 	Checkpoints CheckpointOptions
-}
-
-// AgentOverrides are per-agent settings from config, keyed by agent name.
-type AgentOverrides struct {
-	// Commands replaces the built-in command list for this agent (it must keep finish
-	// and ask_user).
-	Commands []string
-	// DisabledComponents are left out of this agent's pipeline, besides the global ones.
-	DisabledComponents []string
-	// Allow and Deny are permission patterns for this agent only.
-	Allow, Deny []string
-	// Budget, when set, replaces Options.AgentBudget for this agent.
-	Budget *run.Budget
-	// Watchdog's non-zero fields replace the global thresholds for this agent.
-	Watchdog watchdog.Config
-	// EffectPreview, when set, turns effect previews on or off for this agent, whatever
-	// Settings.NoEffectPreview says.
-	EffectPreview *bool
 }
 
 // MemoryOptions configure long-term memory: MemoryOf(cfg.Memory, index).
@@ -108,37 +86,21 @@ func MemoryOf(m config.MemoryConfig, ix *memory.Index) MemoryOptions {
 type HealthCheck func(ctx context.Context) []api.Check
 
 // Settings are the supervisor's settings that a config reload may change while agents
-// run (SIGHUP, agentctl reload); Options carries the first ones. Everything else in
-// Options is fixed for the daemon's life. Every value comes from the config (SettingsOf).
+// run (SIGHUP, agentctl reload): the config's own sections, read as they are, so every
+// value and every default is the config's. Options carries the first ones; everything
+// else in Options is fixed for the daemon's life.
 type Settings struct {
-	Model      string // the fast model
-	SmartModel string // optional; thinks again over a step the watchdog caught looping
-	// MaxContext caps num_ctx; the model's own context length is probed.
-	MaxContext int
-	KeepAlive  *time.Duration
-
-	// Directives are the base directives every agent gets.
-	Directives api.Directives
-	// Commands are the names of the built-in commands agents may use, in prompt order.
-	Commands []string
-	// DisabledComponents are left out of every agent's pipeline.
-	DisabledComponents []string
+	// OllamaConfig gives Model, SmartModel (thinks again over a step the watchdog caught
+	// looping), MaxContext (caps num_ctx) and KeepAlive.
+	config.OllamaConfig
+	// AgentConfig gives the base directives, Commands, DisabledComponents, the watchdog's
+	// thresholds, MaxInvalidReplies, ContinuousLimit, the command limits,
+	// HistoryEpisodes and EffectPreview.
+	config.AgentConfig
+	// PermissionsConfig gives the global Allow and Deny patterns and AutoRead.
+	config.PermissionsConfig
 	// Agents are per-agent overrides, by agent name.
-	Agents map[string]AgentOverrides
-	// Allow and Deny are the global permission patterns; AutoRead lets read-class
-	// commands run without asking.
-	Allow, Deny []string
-	AutoRead    bool
-
-	MaxInvalidReplies int             // pause after this many invalid replies in a row
-	Watchdog          watchdog.Config // the loop watchdog's thresholds; zero fields take its defaults
-	ContinuousLimit   int             // steps a continuous-mode run may take without asking
-	Limits            commands.Limits
-	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
-
-	// NoEffectPreview turns effect previews off for agents whose overrides do not turn
-	// them on ([agent] effect_preview = false); they are on by default where they can run.
-	NoEffectPreview bool
+	Agents map[string]config.AgentOverride
 }
 
 // OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'
@@ -146,28 +108,12 @@ type Settings struct {
 // supervisor starts from OptionsOf(config.Default()), so every default is the config's and
 // the supervisor keeps none of its own.
 func OptionsOf(cfg *config.Config) Options {
-	return Options{Settings: SettingsOf(cfg), MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
-		AgentBudget: agentBudgetOf(cfg), Checkpoints: checkpointOptionsOf(cfg)}
+	return Options{Settings: SettingsOf(cfg), AgentBudget: agentBudgetOf(cfg), Checkpoints: checkpointOptionsOf(cfg)}
 }
 
 // SettingsOf is the reloadable part of cfg, at start (OptionsOf) and on each reload.
 func SettingsOf(cfg *config.Config) Settings {
-	overrides := map[string]AgentOverrides{}
-	for name, o := range cfg.Agents {
-		overrides[name] = AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o), EffectPreview: o.EffectPreview}
-	}
-	return Settings{
-		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
-		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
-		DisabledComponents: cfg.Agent.DisabledComponents,
-		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
-		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
-		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
-		NoEffectPreview: !cfg.Agent.EffectPreview,
-		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
-		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-	}
+	return Settings{OllamaConfig: cfg.Ollama, AgentConfig: cfg.Agent, PermissionsConfig: cfg.Permissions, Agents: cfg.Agents}
 }
 
 // agentBudgetOf is [agent]'s budget over each agent's runs.
@@ -176,11 +122,11 @@ func agentBudgetOf(cfg *config.Config) run.Budget {
 		MaxDisk: int64(cfg.Agent.MaxDisk)}
 }
 
-// overrideBudget is [agents.NAME]'s budget: [agent]'s with the fields it sets replaced,
-// or nil when it sets none.
-func overrideBudget(cfg *config.Config, o config.AgentOverride) *run.Budget {
+// overrideBudget is an [agents.NAME] table's budget: base with the fields it sets
+// replaced, or false when it sets none.
+func overrideBudget(base run.Budget, o config.AgentOverride) (run.Budget, bool) {
 	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil && o.MaxDisk == nil {
-		return nil
+		return run.Budget{}, false
 	}
 	var wall *time.Duration
 	var disk *int64
@@ -190,20 +136,17 @@ func overrideBudget(cfg *config.Config, o config.AgentOverride) *run.Budget {
 	if o.MaxDisk != nil {
 		disk = new(int64(*o.MaxDisk))
 	}
-	b := agentBudgetOf(cfg).With(o.MaxSteps, o.MaxTokens, wall, disk)
-	return &b
+	return base.With(o.MaxSteps, o.MaxTokens, wall, disk), true
 }
 
-// overrideWatchdog is an [agents.NAME] table's thresholds; zero fields keep [agent]'s.
-func overrideWatchdog(o config.AgentOverride) watchdog.Config {
-	var w watchdog.Config
-	if o.WatchdogFailures != nil {
-		w.Failures = *o.WatchdogFailures
-	}
-	if o.WatchdogIdleSteps != nil {
-		w.IdleSteps = *o.WatchdogIdleSteps
-	}
-	return w
+// watchdogConfig is [agent]'s loop thresholds; zero fields take the watchdog's defaults.
+func (s Settings) watchdogConfig() watchdog.Config {
+	return watchdog.Config{Failures: s.WatchdogFailures, IdleSteps: s.WatchdogIdleSteps}
+}
+
+// commandLimits bound every command's execution and the output it keeps.
+func (s Settings) commandLimits() commands.Limits {
+	return commands.Limits{Timeout: s.CommandTimeout.Duration, OutputCap: s.OutputCap}
 }
 
 // live is one generation of settings with what is built from them: the permission rules
@@ -234,5 +177,5 @@ func (l *live) pipelineFor(name string) *commands.Pipeline {
 
 // limits are the config's part of every model call's load options (llm.Client.LoadFor).
 func (s Settings) limits() llm.Limits {
-	return llm.Limits{MaxContext: s.MaxContext, KeepAlive: s.KeepAlive}
+	return llm.Limits{MaxContext: s.MaxContext, KeepAlive: s.KeepAlive.Ptr()}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
 	ollama "github.com/ollama/ollama/api"
 )
@@ -49,7 +51,7 @@ func proposalsOf(t *testing.T, h *harness, id string) []api.Proposal {
 // begun after it uses the new ones.
 func TestReloadWhileStepping(t *testing.T) {
 	// Refused rounds may outlast the watchdog's idle steps: these agents step on purpose.
-	h := newHarness(t, func(o *Options) { o.Watchdog.IdleSteps = 1000 })
+	h := newHarness(t, func(o *Options) { o.WatchdogIdleSteps = 1000 })
 	stepForever(h)
 	h.fake.SetDelay(2 * time.Millisecond) // steps in flight while the settings change
 	var ids []string
@@ -138,11 +140,13 @@ func TestReloadRefusesBadSettingsAndKeepsTheOld(t *testing.T) {
 	h := newHarness(t)
 	old := h.sup.Settings()
 	for name, mod := range map[string]func(*Settings){
-		"unknown_command":      func(s *Settings) { s.Commands = []string{"finish", "ask_user", "no_such_command"} },
-		"bad_pattern":          func(s *Settings) { s.Allow = []string{"read_file("} },
-		"unknown_component":    func(s *Settings) { s.DisabledComponents = []string{"nope"} },
-		"agent_without_finish": func(s *Settings) { s.Agents = map[string]AgentOverrides{"bob": {Commands: []string{"read_file"}}} },
-		"no_model":             func(s *Settings) { s.Model = "" },
+		"unknown_command":   func(s *Settings) { s.Commands = []string{"finish", "ask_user", "no_such_command"} },
+		"bad_pattern":       func(s *Settings) { s.Allow = []string{"read_file("} },
+		"unknown_component": func(s *Settings) { s.DisabledComponents = []string{"nope"} },
+		"agent_without_finish": func(s *Settings) {
+			s.Agents = map[string]config.AgentOverride{"bob": {Commands: []string{"read_file"}}}
+		},
+		"no_model": func(s *Settings) { s.Model = "" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			set := old
@@ -165,7 +169,7 @@ func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 	}
 	set := h.sup.Settings()
 	set.Allow = []string{"read_file(*.md)"}
-	set.Agents = map[string]AgentOverrides{"bob": {Commands: []string{"read_file", "ask_user", "finish"}, Deny: []string{"read_file(secret*)"}}}
+	set.Agents = map[string]config.AgentOverride{"bob": {Commands: []string{"read_file", "ask_user", "finish"}, Deny: []string{"read_file(secret*)"}}}
 	if err := h.sup.Reload(set); err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +196,22 @@ func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 	}
 	if !has["read_file"] || has["write_file"] || has["list_folder"] {
 		t.Errorf("bob's commands after reload = %v, want read_file and not write_file or list_folder", has)
+	}
+}
+
+// TestAgentTableBudgetReplacesOnlyTheFieldsItSets: an [agents.NAME] table's max_steps
+// bounds that agent's steps while [agent]'s other bounds still hold; a table that sets
+// no bound leaves [agent]'s budget as it is.
+func TestAgentTableBudgetReplacesOnlyTheFieldsItSets(t *testing.T) {
+	cfg := config.Default()
+	cfg.Agent.MaxSteps, cfg.Agent.MaxTokens = 30, 1000
+	cfg.Agents = map[string]config.AgentOverride{"poller": {MaxSteps: new(5)}, "plain": {Allow: []string{"read_file(*)"}}}
+	opt := OptionsOf(cfg)
+	b := &budgets{base: opt.AgentBudget, overrides: opt.Agents}
+	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "poller"}}); got.MaxSteps != 5 || got.MaxTokens != 1000 {
+		t.Errorf("poller's budget = %+v, want 5 steps and [agent]'s 1000 tokens", got)
+	}
+	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "plain"}}); got != opt.AgentBudget {
+		t.Errorf("plain's budget = %+v, want [agent]'s %+v", got, opt.AgentBudget)
 	}
 }

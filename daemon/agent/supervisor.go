@@ -372,7 +372,7 @@ func (s *Supervisor) Settings() Settings { return s.live().Settings }
 // ModelSettings returns the model settings in use now, for the team engine's own calls.
 func (s *Supervisor) ModelSettings() run.ModelSettings {
 	set := s.live().Settings
-	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
+	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive.Ptr()}
 }
 
 // startPaced is how many agents that were awaiting a decision take their first loop

@@ -172,17 +172,17 @@ func classOf(cmds commands.Set, name string) commands.Class {
 // falling back field by field to the global ones. A helper ("boss/fetcher") follows its
 // top agent's.
 func (l *live) watchdogFor(name string) watchdog.Config {
-	cfg := l.Watchdog
+	cfg := l.watchdogConfig()
 	o, ok := l.Agents[name]
 	if root, _, helper := strings.Cut(name, "/"); !ok && helper {
 		o, ok = l.Agents[root]
 	}
 	if ok {
-		if o.Watchdog.Failures > 0 {
-			cfg.Failures = o.Watchdog.Failures
+		if o.WatchdogFailures != nil && *o.WatchdogFailures > 0 {
+			cfg.Failures = *o.WatchdogFailures
 		}
-		if o.Watchdog.IdleSteps > 0 {
-			cfg.IdleSteps = o.Watchdog.IdleSteps
+		if o.WatchdogIdleSteps != nil && *o.WatchdogIdleSteps > 0 {
+			cfg.IdleSteps = *o.WatchdogIdleSteps
 		}
 	}
 	return cfg.WithDefaults()

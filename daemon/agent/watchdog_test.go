@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
@@ -81,7 +82,7 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 			return reply("read_file", map[string]string{"path": fmt.Sprintf("gone%d.txt", n)})
 		}, kind: watchdog.Failing, start: 1, period: 3, caught: 4},
 		{name: "no_progress_same_content", opt: func(o *Options) {
-			o.Agents = map[string]AgentOverrides{"tester": {Watchdog: watchdog.Config{IdleSteps: 4}}}
+			o.Agents = map[string]config.AgentOverride{"tester": {WatchdogIdleSteps: new(4)}}
 		}, script: []string{write("c0", "TODO"), write("c1", "TODO"), write("c2", "TODO"), write("c3", "TODO"), write("c4", "TODO")},
 			loop: func(n int) string { return reply("read_file", map[string]string{"path": fmt.Sprintf("c%d", n)}) },
 			kind: watchdog.NoProgress, start: 7, period: 4, caught: 11},

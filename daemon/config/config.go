@@ -357,12 +357,8 @@ func Default() *Config {
 }
 
 // Directives returns the base directives every agent gets.
-func (c *Config) Directives() api.Directives {
-	return api.Directives{
-		Constraints:   c.Agent.Constraints,
-		Resources:     c.Agent.Resources,
-		BestPractices: c.Agent.BestPractices,
-	}
+func (a *AgentConfig) Directives() api.Directives {
+	return api.Directives{Constraints: a.Constraints, Resources: a.Resources, BestPractices: a.BestPractices}
 }
 
 // WorkspaceRoot returns the directory that holds the agents' workspaces.

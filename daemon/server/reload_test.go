@@ -303,15 +303,16 @@ func TestWatchdogSettingsReachTheSupervisor(t *testing.T) {
 	idle := 20
 	cfg.Agents = map[string]config.AgentOverride{"poller": {WatchdogIdleSteps: &idle}}
 	s := agent.SettingsOf(cfg)
-	if s.Watchdog.Failures != 4 || s.Watchdog.IdleSteps != 12 {
-		t.Errorf("reloaded thresholds = %+v, want 4 failures, 12 idle steps", s.Watchdog)
+	if s.WatchdogFailures != 4 || s.WatchdogIdleSteps != 12 {
+		t.Errorf("reloaded thresholds = %d failures, %d idle steps, want 4 and 12", s.WatchdogFailures, s.WatchdogIdleSteps)
 	}
-	if w := s.Agents["poller"].Watchdog; w.Failures != 0 || w.IdleSteps != 20 {
-		t.Errorf("poller's thresholds = %+v, want [agent]'s failures (0: unset) and 20 idle steps", w)
+	if w := s.Agents["poller"]; w.WatchdogFailures != nil || w.WatchdogIdleSteps == nil || *w.WatchdogIdleSteps != 20 {
+		t.Errorf("poller's thresholds = %v / %v, want [agent]'s failures (unset) and 20 idle steps", w.WatchdogFailures, w.WatchdogIdleSteps)
 	}
 	d := &daemon{cfg: cfg}
-	if o := d.agentOptions(); o.Watchdog != s.Watchdog || o.Agents["poller"].Watchdog != s.Agents["poller"].Watchdog {
-		t.Errorf("start options %+v / %+v differ from the reloaded settings", o.Watchdog, o.Agents["poller"].Watchdog)
+	if o := d.agentOptions(); o.WatchdogFailures != s.WatchdogFailures || o.WatchdogIdleSteps != s.WatchdogIdleSteps ||
+		!reflect.DeepEqual(o.Agents["poller"], s.Agents["poller"]) {
+		t.Errorf("start options %+v / %+v differ from the reloaded settings", o.AgentConfig, o.Agents["poller"])
 	}
 }
 
@@ -337,7 +338,7 @@ func TestStartOptionsCarryTheReloadedSettings(t *testing.T) {
 			t.Errorf("%s at start = %+v, on reload = %+v", name, f.Interface(), sv.Field(i).Interface())
 		}
 	}
-	if b := s.Agents["poller"].Budget; b == nil || b.MaxSteps != 5 {
-		t.Errorf("poller's budget on reload = %+v, want 5 steps", b)
+	if b := s.Agents["poller"].MaxSteps; b == nil || *b != 5 {
+		t.Errorf("poller's budget on reload = %v steps, want 5", b)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
@@ -36,7 +35,7 @@ func Options(t testing.TB, st *store.Store, dir, modelURL, model string, command
 		t.Fatal(err)
 	}
 	opt := agent.OptionsOf(config.Default())
-	opt.Directives, opt.AgentBudget = api.Directives{}, run.Budget{}
+	opt.Constraints, opt.Resources, opt.BestPractices, opt.AgentBudget = nil, nil, nil, run.Budget{}
 	opt.Model, opt.Commands = model, commands
 	opt.Store, opt.LLM, opt.StateDir = st, lc, dir
 	opt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }

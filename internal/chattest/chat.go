@@ -70,6 +70,13 @@ type Chat interface {
 	// ForgeClick clicks, as u, on message on in thread, a button carrying the approve
 	// button's value of message from (another run's): what a forged payload does.
 	ForgeClick(u User, thread string, on, from Msg)
+	// ClicksAnswered waits until each click u made was answered as the platform
+	// requires (Slack: its envelope acked; Discord: a deferred update, type 6).
+	ClicksAnswered(u User)
+	// RefOf is what m's approve button names; ForgeRef clicks, as u, on m in thread, a
+	// button for action carrying ref in the platform's encoding: a forged payload.
+	RefOf(m Msg) bots.Ref
+	ForgeRef(u User, thread string, m Msg, action string, ref bots.Ref)
 	// Feedback opens m's feedback dialog by its button as u and submits text.
 	Feedback(u User, thread string, m Msg, text string)
 	// Say writes text into thread (or a channel) as u and returns the message's ID.
@@ -89,6 +96,16 @@ type Chat interface {
 	// Redeliver has the platform deliver message id again, as it does after a timeout or
 	// a resumed connection, and returns once the bot has taken it.
 	Redeliver(id string)
+	// Drop drops the bot's connection; the platform holds what happens meanwhile until
+	// the bot is back, which reconnected waits for. AskReconnect has the platform ask
+	// the bot to reconnect (Slack's disconnect request, Discord's op 7) and returns
+	// once it has a new connection.
+	Drop() (reconnected func())
+	AskReconnect()
+	// SayDirect writes text to the bot in a direct message as u (on Slack, in the thread
+	// the first one started); DirectPosted is each message the bot posted there.
+	SayDirect(u User, text string)
+	DirectPosted() []string
 	// Command runs the slash command /agent text as u and returns its answer.
 	Command(u User, text string) string
 	// Restart stops the bot and the daemon and starts them again on the same state.
@@ -129,6 +146,10 @@ type Chat interface {
 	// platform says it.
 	Cut(thread string, m Msg) string
 	Refused() []string
+	// Buttons is the action (bots.ActionApprove, …) of each button m was posted with.
+	Buttons(m Msg) []string
+	// Tokens is each secret the bot was given: none may reach the logs.
+	Tokens() []string
 	// Asks reports whether m has its buttons.
 	Asks(thread string, m Msg) bool
 	// Wait waits until cond holds.

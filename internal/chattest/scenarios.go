@@ -39,6 +39,10 @@ var Scenarios = []Scenario{
 	{"slash_commands_drive_a_run", slashCommandsDriveARun},
 	{"team_run_in_thread", teamRunInThread},
 	{"long_result_uploaded_as_file", longResultUploadedAsFile},
+	{"mention_starts_a_run_approved_by_a_click", mentionStartsARunApprovedByAClick},
+	{"forged_button_values_decide_nothing", forgedButtonValuesDecideNothing},
+	{"dropped_connection_loses_nothing", droppedConnectionLosesNothing},
+	{"direct_message_run", directMessageRun},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
