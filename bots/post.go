@@ -2,6 +2,7 @@ package bots
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -157,15 +158,9 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 // or its run ended on, says so: the relay had not shown that yet.
 func (po *poster) removed(ctx context.Context, ev api.Event) {
 	ts := po.targetsIn(ctx, ev.AgentID, ev.Threads, ev.Agent)
-	why := func(m *ChatMessage) string {
-		if m.Proposal.Status == api.ProposalSuperseded {
-			return runEndedText
-		}
-		return "The agent was removed before a decision."
-	}
 	for _, t := range ts {
 		po.post(t, "closing the proposals of "+ev.AgentID, func(ctx context.Context) error {
-			return po.closeShown(ctx, t, ev.Messages, why)
+			return po.closeShown(ctx, t, ev.Messages, removedWhy)
 		})
 	}
 	if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
@@ -175,6 +170,15 @@ func (po *poster) removed(ctx context.Context, ev api.Event) {
 	}
 	po.r.teams.removeRole(ev.AgentID)
 	po.r.states.forget(ev.AgentID)
+}
+
+// removedWhy is what a removed agent's open message says closed it: the run's end when
+// its proposal was superseded, else the removal.
+func removedWhy(m *ChatMessage) string {
+	if m.Proposal.Status == api.ProposalSuperseded {
+		return runEndedText
+	}
+	return "The agent was removed before a decision."
 }
 
 // runOf is the run an event's agent was on; "" when the event does not say.
@@ -235,6 +239,11 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 			}
 			m.Ref, m.Closed, m.Proposal = p.Ref(), !p.Status.Decidable(), p
 			if err := po.r.opt.Bindings.SetMessage(ctx, *m); err != nil {
+				if _, aerr := po.r.opt.Service.Agent(ctx, p.AgentID); errors.Is(aerr, api.ErrNotFound) {
+					// Removed while the post was in flight: the removal found no row of this
+					// message to close (the store keeps none of a removed agent), so it is closed here.
+					return po.closeShown(ctx, t, []*ChatMessage{m}, removedWhy)
+				}
 				po.r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
 			}
 			return nil
