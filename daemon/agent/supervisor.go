@@ -264,8 +264,14 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				}
 			}
 			if on == nil || !active(a.State) {
-				// Its run was stopped or replaced while it ran: record it, ask no one.
-				if err := recovered(on, ev); err != nil {
+				// Its run was stopped or replaced while it ran: record it, ask no one. What
+				// it wrote is in the workspace whatever run the agent is on: the table marks it.
+				late := cycle.Event{Kind: cycle.RecoveredLate, Result: ev.Result,
+					Reason: "its end was lost in a daemon restart, so what it wrote was not held to the write-deny rules"}
+				if err := recovered(a, late); err != nil {
+					return err
+				}
+				if err := tx.UpdateAgent(a); err != nil {
 					return err
 				}
 				s.audit.keep(tx, p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command, "run": "ended"})

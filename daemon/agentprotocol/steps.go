@@ -101,6 +101,10 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		}
 		decided = a.Pending.ID
 	case a.State == api.StatePaused:
+		if a.Unchecked != "" || strings.HasPrefix(a.StateReason, api.UncheckedWaits) {
+			// Only a person clears that mark, having looked: no client's step resumes it.
+			return errorf(http.StatusConflict, "the agent is paused on an unchecked change (%s): a person looks at the workspace (agentctl diff %s) and resumes it (agentctl resume %s); a step here does not", a.StateReason, a.Name, a.Name)
+		}
 		if input != "" {
 			return errorf(http.StatusConflict, "the agent is paused (%s): send an empty input to resume it", a.StateReason)
 		}

@@ -127,6 +127,11 @@ const (
 	// idempotent command runs again.
 	Recovered           Kind = "recovered"
 	RecoveredIdempotent Kind = "recovered_idempotent"
+	// RecoveredLate: a restart found started a step whose run had ended (stopped, out of
+	// budget, replaced) while it ran: it fails, asking no one, and its end being lost, what
+	// it wrote (Writes) was never checked: the agent is marked, and paused as after an
+	// unchecked late end (Reason: why), whatever run it is on now.
+	RecoveredLate Kind = "recovered_late"
 	// Withdraw ends a started proposal that nothing runs (a question, a helper wait).
 	Withdraw Kind = "withdraw"
 	// LateEnd is the end of a step whose proposal was withdrawn while its command ran
@@ -170,15 +175,15 @@ var Kinds = []Kind{
 	PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked, PreviewRerun,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
-	Recovered, RecoveredIdempotent, Withdraw, LateEnd,
+	Recovered, RecoveredIdempotent, RecoveredLate, Withdraw, LateEnd,
 	Created, ProfileWritten, InvalidReply, Removed, Edited, ComponentFailed,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
 }
 
 // Events lists every event the table tells apart: each kind in Kinds' order, and after
-// start, start_apply, succeeded, failed, result_lost, recovered, recovered_idempotent
-// and late_end that kind again with Writes set (a step that may change the workspace is
+// start, start_apply, succeeded, failed, result_lost, recovered, recovered_idempotent,
+// recovered_late and late_end that kind again with Writes set (a step that may change the workspace is
 // checkpointed before it runs and its change recorded when it ends, or when its end is
 // lost; a read-only one, a read or the bounded profile's read-only workspace, is not),
 // and after succeeded, failed and late_end with Writes, with Unchecked too; and after
@@ -192,7 +197,7 @@ func Events() []Event {
 			evs = append(evs, Event{Kind: k, Mark: "an unchecked change"})
 		}
 		switch k {
-		case Start, StartApply, Succeed, Fail, ResultLost, Recovered, RecoveredIdempotent, LateEnd:
+		case Start, StartApply, Succeed, Fail, ResultLost, Recovered, RecoveredIdempotent, RecoveredLate, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
 		}
 		if k == Succeed || k == Fail || k == LateEnd {

@@ -63,6 +63,8 @@ func TestNext(t *testing.T) {
 		{"unchecked_end_pauses_for_a_person", State{Executing, Started}, Event{Kind: Succeed, Writes: true, Unchecked: true}, State{Paused, Succeeded}, RecordChange, EndLoop},
 		{"unchecked_failure_pauses_for_a_person", State{Executing, Started}, Event{Kind: Fail, Writes: true, Unchecked: true}, State{Paused, ProposalFail}, RecordChange, ""},
 		{"unchecked_late_end_pauses_the_agent_that_went_on", State{Thinking, None}, Event{Kind: LateEnd, Writes: true, Unchecked: true}, State{Paused, None}, RecordChange, EndLoop},
+		{"lost_late_end_pauses_the_agent_that_went_on", State{Thinking, Started}, Event{Kind: RecoveredLate, Writes: true}, State{Paused, ProposalFail}, MarkUnchecked, EndLoop},
+		{"lost_late_end_marks_an_idle_agent", State{Idle, Started}, Event{Kind: RecoveredLate, Writes: true}, State{Idle, ProposalFail}, MarkUnchecked, ""},
 		{"checked_late_end_leaves_the_agent_going", State{Thinking, None}, Event{Kind: LateEnd, Writes: true}, State{Thinking, None}, RecordChange, ""},
 		{"rewind_restores_idle_agent", State{Idle, None}, Event{Kind: Rewind}, State{Idle, None}, Restore, ""},
 		{"rewind_keeps_pending_proposal", State{AwaitingDecision, Pending}, Event{Kind: Rewind}, State{AwaitingDecision, Pending}, Restore, Wait},

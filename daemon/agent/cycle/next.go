@@ -76,6 +76,20 @@ func (t *transition) mark() {
 	t.effects = append(t.effects, Effect{Kind: MarkUnchecked, Reason: why})
 }
 
+// lateEnd marks the agent for what a step that ended after its run wrote unchecked, and
+// shows it as it is now: a person looks before it goes on, as after an end on time; a
+// paused one shows why, so that nothing resumes it unlooked (a helper paused with its
+// parent).
+func (t *transition) lateEnd(a AgentState, act bool) {
+	t.mark()
+	switch {
+	case (act || a == Paused) && t.ev.Writes && t.ev.Unchecked:
+		t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
+	case a != RunOver:
+		t.effect(ShowAgent)
+	}
+}
+
 func (t *transition) effect(k EffectKind) { t.effects = append(t.effects, Effect{Kind: k}) }
 
 func (t *transition) endRun(outcome api.RunOutcome) {
@@ -332,15 +346,7 @@ func (t *transition) executed() bool {
 			t.effect(RecordChange) // first: the episode tells the change
 		}
 		t.effect(RecordEpisode)
-		t.mark()
-		switch {
-		// A person looks before it goes on, as after an end on time; a paused one shows
-		// why, so that nothing resumes it unlooked (a helper paused with its parent).
-		case (act || a == Paused) && t.ev.Writes && t.ev.Unchecked:
-			t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
-		case a != RunOver:
-			t.effect(ShowAgent)
-		}
+		t.lateEnd(a, act)
 		return true
 	}
 	if p != Started {
@@ -399,6 +405,13 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			t.proposal(Interrupted, false)
 			t.agent(AwaitingDecision)
 		}
+	case RecoveredLate:
+		if t.ev.Writes {
+			t.effect(RecordChange)
+		}
+		t.proposal(ProposalFail, true)
+		t.ev.Unchecked = t.ev.Writes // no end checkpoint: what it wrote was never checked
+		t.lateEnd(a, act)
 	case PreviewStale:
 		t.effects = append(t.effects, Effect{Kind: DropPreview, Reason: t.ev.Reason})
 		if !act {
