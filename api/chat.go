@@ -40,6 +40,9 @@ type ChatMessage struct {
 	// Proposal is the proposal the message shows, as it was posted; OpenMessages and an
 	// EventRemoved's Messages set it (the store keeps the proposal's own row).
 	Proposal *Proposal
+	// Decision is the decision on Proposal when it was decided before the message was
+	// closed (the relay had not shown it yet); set where Proposal is.
+	Decision *Decision
 }
 
 // TeamBinding ties a team run to a chat thread (one per platform): its turns are posted

@@ -461,6 +461,10 @@ type Event struct {
 	// Messages is set on EventRemoved too: the messages of the agent's proposals still
 	// open in chat, with their proposals, which the store dropped with the agent.
 	Messages []*ChatMessage `json:"-"`
+	// Decided is set on EventDecision: the proposal decided, as it was asked (its status
+	// before the decision), which the chat relay shows with the decision however the
+	// agent moved on since. Only the in-process relay reads it.
+	Decided *Proposal `json:"-"`
 }
 
 // Scopes of a BudgetExhausted.

@@ -3,7 +3,6 @@ package bots
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/agentd/agentd/api"
 )
@@ -127,8 +126,8 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 			po.postProposal(ctx, ev.Proposal)
 		}
 	case api.EventDecision:
-		if ev.Decision != nil {
-			po.decided(ctx, ev.AgentID, ev.Decision)
+		if ev.Decision != nil && ev.Decided != nil {
+			po.decided(ctx, ev.AgentID, ev.Decision, ev.Decided)
 		}
 	case api.EventResult:
 		if ev.Episode != nil {
@@ -140,7 +139,7 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 			po.postQuestion(ctx, ev.AgentID, ev.Question)
 		}
 	case api.EventFinish:
-		po.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
+		po.closeOpen(ctx, ev.AgentID, runEndedText)
 		if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
 			po.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
 		}
@@ -154,12 +153,19 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 }
 
 // removed closes a removed agent's open proposals and tells its threads, which the
-// event names: the store deleted them with the agent.
+// event names: the store deleted them with the agent. A message the event shows decided,
+// or its run ended on, says so: the relay had not shown that yet.
 func (po *poster) removed(ctx context.Context, ev api.Event) {
 	ts := po.targetsIn(ctx, ev.AgentID, ev.Threads, ev.Agent)
+	why := func(m *ChatMessage) string {
+		if m.Proposal.Status == api.ProposalSuperseded {
+			return runEndedText
+		}
+		return "The agent was removed before a decision."
+	}
 	for _, t := range ts {
 		po.post(t, "closing the proposals of "+ev.AgentID, func(ctx context.Context) error {
-			return po.closeShown(ctx, t, ev.Messages, "The agent was removed before a decision.")
+			return po.closeShown(ctx, t, ev.Messages, why)
 		})
 	}
 	if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
@@ -260,26 +266,24 @@ func proposalFiles(p *api.Proposal) []proposalFile {
 	return out
 }
 
-// decided edits the proposal's messages to show the decision and who made it, and
-// closes them.
-func (po *poster) decided(ctx context.Context, agentID string, d *api.Decision) {
+// decided edits the messages of p, the proposal d decided as it was asked, to show the
+// decision and who made it, and closes them. Messages the store no longer has (the agent
+// was removed meanwhile) are closed by the removal, which shows d too.
+func (po *poster) decided(ctx context.Context, agentID string, d *api.Decision, p *api.Proposal) {
 	po.r.board.forget(d.ProposalID)
 	ts := po.targets(ctx, agentID)
 	if len(ts) == 0 {
 		return
 	}
 	grantSource := po.grantSource(ctx, agentID, d) // once, not per thread and retry
-	shown := sync.OnceValue(func() *api.Proposal {
-		return findProposal(context.WithoutCancel(ctx), po.r.opt.Service, agentID, d.ProposalID)
-	})
 	for _, t := range ts {
 		platform := t.ep.a.Platform()
 		po.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
 			m, err := po.r.opt.Bindings.Message(ctx, d.ProposalID, platform, "proposal")
-			if err != nil || m == nil || shown() == nil {
+			if err != nil || m == nil {
 				return err
 			}
-			view := ProposalView{Proposal: shown(), Decision: d, GrantSource: grantSource}
+			view := ProposalView{Proposal: p, Decision: d, GrantSource: grantSource}
 			if err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label)); err != nil {
 				return err
 			}
@@ -444,6 +448,9 @@ func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
 	})
 }
 
+// runEndedText closes a proposal's message when its run ended before a decision.
+const runEndedText = "The run ended before a decision."
+
 // closeOpen takes the buttons off an agent's undecided proposals, which no decision can
 // reach any more (the run was stopped, or moved on to a new task): those whose messages
 // the store has open when the thread's earlier posts are done.
@@ -454,21 +461,22 @@ func (po *poster) closeOpen(ctx context.Context, agentID, why string) {
 			if err != nil {
 				return err
 			}
-			return po.closeShown(ctx, t, open, why)
+			return po.closeShown(ctx, t, open, func(*ChatMessage) string { return why })
 		})
 	}
 }
 
-// closeShown edits the messages of open that are on t's platform to say why they take no
-// decision, and closes them.
-func (po *poster) closeShown(ctx context.Context, t target, open []*ChatMessage, why string) error {
+// closeShown edits the messages of open that are on t's platform to show the decision
+// their proposal got, else why they take none, and closes them.
+func (po *poster) closeShown(ctx context.Context, t target, open []*ChatMessage, why func(*ChatMessage) string) error {
 	platform := t.ep.a.Platform()
 	for _, m := range open {
 		if m.Platform != platform || m.Proposal == nil {
 			continue
 		}
 		po.r.board.forget(m.ProposalID)
-		if err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: m.Proposal, Closed: why}, platform), t.label)); err != nil {
+		view := ProposalView{Proposal: m.Proposal, Decision: m.Decision, Closed: why(m)}
+		if err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label)); err != nil {
 			return err
 		}
 		po.closed(ctx, m)

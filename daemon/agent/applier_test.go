@@ -180,7 +180,13 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail", Writes: event.Writes, Unchecked: event.Unchecked},
 			rec: rec.recordEpisode, count: rec.countDecision, cancel: r.cancel, ckpt: ck, rewind: rw,
 			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
-			pub:       func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}
+			pub: func(ev api.Event) api.Event {
+				published = append(published, ev.Type)
+				if d := ev.Decided; ev.Type == api.EventDecision && (d == nil || d.ID != p.ID || d.Status != from.Proposal) {
+					t.Errorf("%s + %s: the decision event shows proposal %+v; want %s as it was asked", from, k, d, p.ID)
+				}
+				return ev
+			}}
 		if k == cycle.AgentBudgetHit {
 			c.exhausted.Scope = api.BudgetScopeAgent
 		}

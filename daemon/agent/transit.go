@@ -69,6 +69,7 @@ type applied struct {
 	episode  *api.Episode
 	question *api.Question // the question ask_person asked
 	proposal *api.Proposal // the proposal show_proposal shows, as it was then
+	decided  *api.Proposal // the proposal record_decision decided, as it was asked
 }
 
 // apply carries out c.ev on c.a and c.p in tx: cycle.Next says what they become and which
@@ -95,6 +96,10 @@ func apply(tx *store.Tx, c *change) (applied, error) {
 		return applied{}, fmt.Errorf("agent %s: %w", agentID(c.a, c.p), err)
 	}
 	out := applied{effects: effects}
+	if c.decision != nil && c.p != nil {
+		asked := *c.p // before set_proposal moves it on
+		out.decided = &asked
+	}
 	for _, e := range effects {
 		if e.Kind == cycle.SetProposal {
 			if ok, err := setProposal(tx, c.p, from.Proposal, e); err != nil || !ok {
@@ -422,7 +427,7 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 	ev := api.Event{Type: t, AgentID: agentID(c.a, c.p)}
 	switch t {
 	case api.EventDecision:
-		ev.Decision = c.decision
+		ev.Decision, ev.Decided = c.decision, out.decided
 		return ev
 	case api.EventResult:
 		ev.Episode = out.episode

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -110,7 +111,8 @@ func (t *Tx) CloseChatMessage(proposalID, platform string) (bool, error) {
 }
 
 // OpenChatMessages returns the messages of agentID's proposals not closed yet, each
-// with its proposal, oldest first.
+// with its proposal and, when that was decided (not superseded), its decision, oldest
+// first.
 func (t *Tx) OpenChatMessages(agentID string) ([]*ChatMessage, error) {
 	out, err := queryAll(t, nil, "open chat messages", scanChatMessage, `SELECT `+chatMessageCols+` FROM chat_messages
 		WHERE kind = 'proposal' AND closed_at = 0 AND proposal_id IN (SELECT id FROM proposals WHERE agent_id = ?)
@@ -118,6 +120,11 @@ func (t *Tx) OpenChatMessages(agentID string) ([]*ChatMessage, error) {
 	for _, m := range out {
 		if err == nil {
 			m.Proposal, err = t.Proposal(m.ProposalID)
+		}
+		if err == nil && !m.Proposal.Status.Decidable() && m.Proposal.Status != api.ProposalSuperseded {
+			if m.Decision, err = t.LastDecision(m.ProposalID); errors.Is(err, ErrNotFound) {
+				err = nil
+			}
 		}
 	}
 	return out, err

@@ -495,3 +495,41 @@ func TestChatMessageClosesOnceAndOpensWhenPostedAgain(t *testing.T) {
 		t.Errorf("a message recorded closed is listed open: %+v", open)
 	}
 }
+
+// An open message lists its proposal's decision once it is decided (the relay had not
+// shown it yet), and none while it waits or once its run moved on without one.
+func TestOpenChatMessagesCarryTheDecisionNotYetShown(t *testing.T) {
+	s, _ := open(t)
+	a := seed(t, s)
+	decisionOf := func() *api.Decision {
+		var open []*ChatMessage
+		mustView(t, s, func(tx *Tx) (err error) { open, err = tx.OpenChatMessages(a.ID); return err })
+		if len(open) != 1 {
+			t.Fatalf("open messages = %+v, want p-1's", open)
+		}
+		return open[0].Decision
+	}
+	mustTx(t, s, func(tx *Tx) error {
+		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2"})
+	})
+	if d := decisionOf(); d != nil {
+		t.Fatalf("a waiting proposal's message carries a decision: %+v", d)
+	}
+	mustTx(t, s, func(tx *Tx) error {
+		if err := tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, By: "U1", Source: "slack"}); err != nil {
+			return err
+		}
+		_, err := tx.SetProposalStatus("p-1", api.ProposalApproved, nil, api.ProposalPending)
+		return err
+	})
+	if d := decisionOf(); d == nil || d.Kind != api.DecisionApprove || d.By != "U1" {
+		t.Fatalf("a decided proposal's open message carries decision %+v, want U1's approval", d)
+	}
+	mustTx(t, s, func(tx *Tx) error {
+		_, err := tx.SetProposalStatus("p-1", api.ProposalSuperseded, nil)
+		return err
+	})
+	if d := decisionOf(); d != nil {
+		t.Errorf("a superseded proposal's message carries a decision: %+v", d)
+	}
+}
