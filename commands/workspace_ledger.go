@@ -47,11 +47,14 @@ type diskWatch struct {
 	ok      bool // dev is known: the watch is in the ledger
 	mu      sync.Mutex
 	measure func() (int64, error)
-	last    int64 // what its last measure found; what the command had at the start first
+	last    int64 // what its last measure found; what the command had at the start first, or -1: not known yet
 	gone    bool  // the watch ended: its measure may not be called any more
 }
 
 // join enters a watch of dir, whose measure found measured at the start, in the ledger.
+// A watch that does not know it (measured < 0: an agent with no disk budget keeps no
+// measure) is measured once another watch shares its file system, before that one
+// counts anything, so what its command had before is never taken for its growth.
 func (l *growthLedger) join(dir string, measured int64, measure func() (int64, error)) *diskWatch {
 	w := &diskWatch{measure: measure, last: measured}
 	var st unix.Stat_t
@@ -67,6 +70,17 @@ func (l *growthLedger) join(dir string, measured int64, measure func() (int64, e
 		l.devices[w.dev] = d
 	}
 	d.watches[w] = true
+	var unknown []*diskWatch
+	for o := range d.watches {
+		if len(d.watches) > 1 && o.last < 0 {
+			unknown = append(unknown, o)
+		}
+	}
+	l.mu.Unlock()
+	for _, o := range unknown {
+		l.take(o)
+	}
+	l.mu.Lock()
 	return w
 }
 
@@ -91,6 +105,10 @@ func (l *growthLedger) take(w *diskWatch) (int64, error) {
 	if err != nil || !w.ok {
 		return n, err
 	}
+	if w.last < 0 { // its baseline: what it had before is no growth
+		w.last = n
+		return n, nil
+	}
 	l.mu.Lock()
 	l.devices[w.dev].explained += n - w.last
 	l.mu.Unlock()
@@ -114,9 +132,14 @@ func (l *growthLedger) refresh(w *diskWatch) {
 	}
 }
 
-// leave takes w out of the ledger once a measure it runs for another watch is done.
-// What its command grew by stays explained: its files stay where they are.
+// leave takes w out of the ledger once a measure it runs for another watch is done,
+// after one last measure: its command's programs are gone, so what they wrote since
+// the last look is explained, and what they held that the kernel freed with them (a
+// deleted file) leaves the ledger instead of staying room another command could use.
 func (l *growthLedger) leave(w *diskWatch) {
+	if l.others(w) {
+		l.take(w) // a measure that fails leaves its growth unexplained: no one is credited
+	}
 	w.mu.Lock()
 	w.gone = true
 	w.mu.Unlock()
@@ -132,13 +155,33 @@ func (l *growthLedger) leave(w *diskWatch) {
 	}
 }
 
+// others says whether another watch runs on w's file system; with none, the device's
+// count ends with w, and a last measure would explain nothing to anyone.
+func (l *growthLedger) others(w *diskWatch) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.devices[w.dev]
+	return w.ok && d != nil && len(d.watches) > 1
+}
+
 // ExplainGrowth says the daemon itself took n bytes on file system dev (a checkpoint's
-// objects), so no command running there is charged with them.
+// objects, a restore, a preview's copy), so no command running there is charged with
+// them; a negative n is what it freed (retention's unlinks, a copy's teardown), which
+// is then no room for a command to hold bytes no listing shows.
 func ExplainGrowth(dev uint64, n int64) {
 	ledger.mu.Lock()
 	defer ledger.mu.Unlock()
 	if d := ledger.devices[dev]; d != nil {
 		d.explained += n
+	}
+}
+
+// ExplainGrowthIn is ExplainGrowth on the file system holding path; a path that cannot
+// be looked at explains nothing.
+func ExplainGrowthIn(path string, n int64) {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) == nil {
+		ExplainGrowth(st.Dev, n)
 	}
 }
 

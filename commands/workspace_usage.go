@@ -179,7 +179,8 @@ var DiskFloor int64 = 256 << 20
 // says, since what others free there hides growth. stop ends the watch; it returns once
 // the watch did, so cut is never called after it. A file system whose free disk fell
 // under floor (DiskFloor, or 0 where a kernel quota bounds the writes) cuts at the look
-// that sees it (err says so).
+// that sees it (err says so). A limit of 0 or less only measures, so what the command
+// writes is explained to the others on its file system, and never cuts for its size.
 func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
 	w := ledger.join(dir, measured, measure)
@@ -204,10 +205,13 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 					dir, display.Size(free), display.Size(floor)))
 				return
 			}
-			if look%10 != 0 && ok && known && used-base <= limit-measured {
+			if look%10 != 0 && ok && known && (limit <= 0 || used-base <= limit-measured) {
 				continue
 			}
 			n, err := ledger.take(w)
+			if limit <= 0 {
+				continue // others refresh it before they charge anyone
+			}
 			if err != nil || n > limit {
 				cut(n, err)
 				return

@@ -374,18 +374,19 @@ func (s *budgets) unmeasured(a *store.Agent) string {
 		"then `agentctl resume %s`, or remove the budget with `agentctl budget %s --max-disk 0`", a.Workspace, display.Size(budget), last.err, a.Name, a.Name)
 }
 
-// watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
+// watchDisk bounds a command that runs long by a's disk budget; with none, it only
+// measures it, so another agent's watch on the file system is not charged its writes (commands.WatchDisk every
 // diskWatchEvery on its workspace, counting what the programs it runs under the returned
 // context hold too), and cuts the command (cancel) once the workspace is over it. stop
 // ends the watch and says why the command was cut, or "".
 func (s *budgets) watchDisk(ctx context.Context, a *store.Agent, cancel func()) (context.Context, func() string) {
-	budget := s.agentBudget(a).MaxDisk
-	if budget <= 0 {
-		return ctx, func() string { return "" }
+	budget, floor, measured := s.agentBudget(a).MaxDisk, commands.DiskFloor, a.DiskBytes
+	if budget <= 0 { // it only measures: what it writes is no one else's unexplained growth
+		budget, floor, measured = 0, 0, -1 // no walk keeps its workspace's size
 	}
 	var why string // set before the watch ends
 	run := &commands.Programs{}
-	end := commands.WatchDisk(a.Workspace, budget, a.DiskBytes, commands.DiskFloor, diskWatchEvery,
+	end := commands.WatchDisk(a.Workspace, budget, measured, floor, diskWatchEvery,
 		func() (int64, error) { return run.DiskUsage(a.Workspace) },
 		func(n int64, err error) {
 			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))

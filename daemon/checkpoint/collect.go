@@ -114,7 +114,7 @@ func (s *Store) collect(pin ID, held map[ID]bool) error {
 				continue
 			}
 		}
-		if err := unix.Unlinkat(s.objects, n, 0); err != nil && err != unix.ENOENT {
+		if err := unlinkFreed(s.objects, n); err != nil && err != unix.ENOENT {
 			return fmt.Errorf("checkpoint store: removing object %s: %w", n, err)
 		}
 		step()

@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/agentd/agentd/commands"
+
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,7 +61,20 @@ func (c *capture) flush() error {
 // discard removes the pending objects' temporary files.
 func (c *capture) discard() {
 	for _, p := range c.pending {
-		unix.Unlinkat(c.s.tm, p.tmp, 0)
+		unlinkFreed(c.s.tm, p.tmp) // keep explained it
 	}
 	c.pending = nil
+}
+
+// unlinkFreed removes name in dir, a file whose blocks the daemon explained when it
+// wrote them (commands.ExplainGrowth), and explains what that frees with its sign, so
+// the room is no credit for a command that holds bytes no listing shows.
+func unlinkFreed(dir int, name string) error {
+	var st unix.Stat_t
+	looked := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil && looked && st.Nlink == 1 {
+		commands.ExplainGrowth(st.Dev, -st.Blocks*512)
+	}
+	return err
 }

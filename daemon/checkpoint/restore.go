@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/internal/randid"
 )
 
@@ -108,6 +109,9 @@ func (s *Store) restore(ctx context.Context, ws string, to ID, ch *delta) (*Rest
 	s.pending = j
 	notes, err := s.finish(j, true)
 	r.Notices, r.MoreNotices = notes.list, notes.more
+	if err == nil { // the daemon's write, not a running command's: by what the two checkpoints count
+		commands.ExplainGrowthIn(abs, footprint(target)-footprint(before))
+	}
 	return r, err
 }
 
@@ -542,3 +546,7 @@ func (a *applier) writable() error {
 	}
 	return nil
 }
+
+// footprint is the disk a workspace as checkpoint i holds it takes, counted as the
+// preview's bound counts it: its content, and each entry MinEntryBytes.
+func footprint(i Info) int64 { return i.Bytes + int64(i.Files)*commands.MinEntryBytes }

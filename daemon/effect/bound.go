@@ -158,8 +158,12 @@ func (b *diskBound) putBack() error {
 		}
 		return nil
 	}
+	took, err := commands.DiskUsage(b.view) // what removing it frees, for the ledger
 	if err := checkpoint.RemoveTree(filepath.Dir(b.view), filepath.Base(b.view)); err != nil {
 		return fmt.Errorf("(what it wrote in the copy could not be removed: %w)", err)
+	}
+	if err == nil {
+		commands.ExplainGrowthIn(filepath.Dir(b.view), -took)
 	}
 	return nil
 }
