@@ -20,7 +20,7 @@ import (
 // agent without a budget (or the daemon's own restore of a rewind) does to every agent
 // with one, on one file system.
 func TestAnAgentIsNotCutForAnotherAgentWithNoDiskBudgetWriting(t *testing.T) {
-	h := newHarness(t, withShell(t), func(o *Options) { o.NoEffectPreview = true })
+	h := newHarness(t, withShell(t), func(o *Options) { o.EffectPreview = false })
 	h.fake.Script(shellReply(`sleep 6 && echo slept`), shellReply(`head -c 100663296 /dev/zero > big && sync && echo wrote`))
 	listForever(h)
 	no := false
@@ -77,7 +77,7 @@ func TestBytesAnotherAgentHeldAndFreedAreNoCreditForParking(t *testing.T) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, func(o *Options) {
 		o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
-		o.NoEffectPreview = true
+		o.EffectPreview = false
 	})
 	h.fake.Script(
 		shellReply(`sleep 20; python3 -c 'import os,socket,time; a,b=socket.socketpair(); fd=os.open("p",os.O_CREAT|os.O_WRONLY,0o600); os.unlink("p"); os.posix_fallocate(fd,0,150<<20); socket.send_fds(a,[b"x"],[fd]); os.close(fd); time.sleep(8); print("finished, parked 150 MiB")'`),
