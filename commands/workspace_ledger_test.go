@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agentd/agentd/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // parkInSocket allocates size bytes to a file it creates in dir and deletes, then keeps
@@ -122,4 +121,174 @@ func BenchmarkDiskLedger(b *testing.B) {
 			ledger.refresh(w)
 		}
 	})
+}
+
+// The disk ledger charges a running command with the growth of its file system that
+// no running watch's measure explains. These tests run two "commands" on one file system of their own (a private
+// tmpfs as root, so that nobody else's writes blur statfs), through WatchDisk alone.
+
+// ownFS is a file system of size bytes for one test: a private tmpfs as root, else the
+// test's temporary folder (shared with the host: others' writes then blur the result).
+func ownFS(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if os.Geteuid() == 0 {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+itoa(size)); err == nil {
+			t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+		}
+	}
+	for _, d := range []string{"a", "b"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func itoa(n int64) string {
+	b := []byte{}
+	for n > 0 || len(b) == 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
+
+// heldDeleted creates a file in dir, deletes it and allocates size bytes to it, and returns
+// its descriptor: a file a program of a command holds open after deleting it.
+func heldDeleted(t *testing.T, dir string, size int64) int {
+	t.Helper()
+	p := filepath.Join(dir, "held")
+	fd, err := unix.Open(p, unix.O_CREAT|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unlink(p); err != nil {
+		t.Fatal(err)
+	}
+	if size > 0 {
+		if err := unix.Fallocate(fd, 0, 0, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fd
+}
+
+// parkDeleted is what the command of a command holding disk no listing shows does: a deleted file of size bytes
+// whose only descriptor waits in a socket's queue, which no listing names.
+func parkDeleted(t *testing.T, dir string, size int64) {
+	t.Helper()
+	fd := heldDeleted(t, dir, size)
+	defer unix.Close(fd)
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(pair[0]); unix.Close(pair[1]) })
+	if err := unix.Sendmsg(pair[0], []byte("x"), unix.UnixRights(fd), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blocksOf is the disk the open file fd takes.
+func blocksOf(fd int) int64 {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return 0
+	}
+	return st.Blocks * 512
+}
+
+// FALSE CUT. An honest command (a, a 16 MiB budget) is cut because another agent's
+// command wrote 96 MiB on the same file system that no running watch's measure
+// explains: (1) an agent with no disk budget runs no watch at all (budgets.go watchDisk
+// returns at budget <= 0), so nothing ever explains its writes; (2) an agent with a
+// large budget whose command writes fast and ends before its watch measured (it
+// measures only once statfs grew past limit-measured, or every tenth look, one a second)
+// leaves the ledger (leave) without a last measure. The daemon's own writes other than
+// checkpoint objects (a rewind's restore, the copy a non-root daemon's preview restores
+// before its watch starts, bound.go:60) are case (1) too.
+func TestAnotherAgentsWritesNoWatchMeasuredAreNotChargedToThisCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		limit, measured int64
+	}{{"the other agent has no disk budget", 0, -1}, {"the other command ends before its watch measures", 1 << 30, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := ownFS(t, 1<<30)
+			a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
+			cut := make(chan error, 1)
+			// An agent's watch looks once a second (budgets.go diskWatchEvery).
+			stop := WatchDisk(a, 16<<20, 0, 0, time.Second, func() (int64, error) { return DiskUsage(a) },
+				func(n int64, err error) { cut <- err })
+			defer stop()
+			time.Sleep(50 * time.Millisecond)
+			// An agent with no disk budget runs a watch that only measures (limit 0).
+			stopB := WatchDisk(b, tc.limit, tc.measured, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, func(int64, error) {})
+			f, err := os.Create(filepath.Join(b, "built"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fallocate(int(f.Fd()), 0, 0, 96<<20); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			stopB() // its command ended: 96 MiB in its workspace, under its budget
+			select {
+			case err := <-cut:
+				t.Fatalf("a command that wrote nothing, with a 16 MiB budget, was cut for another agent's 96 MiB: %v", err)
+			case <-time.After(3 * time.Second):
+			}
+		})
+	}
+}
+
+// BYPASS. A file another command's watch measured while that command held it (deleted,
+// open) is freed when that command ends, after its watch's last look: the ledger keeps
+// it explained (leave: "its files stay where they are"), so every running watch on the
+// file system gets that much credit, again for each such command. A command (a, 8 MiB
+// limit) parks 3 x 48 MiB where no listing names it, in step with a colluding agent's
+// three commands (b, each within its budget), and is never cut.
+func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T) {
+	fs := ownFS(t, 1<<30)
+	a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
+	cut := make(chan error, 1)
+	stop := WatchDisk(a, 8<<20, 0, 0, 5*time.Millisecond, func() (int64, error) { return DiskUsage(a) },
+		func(n int64, err error) { cut <- err })
+	defer stop()
+	time.Sleep(50 * time.Millisecond)
+	for round := 1; round <= 3; round++ {
+		var fd atomic.Int64
+		var seen atomic.Int64
+		fd.Store(-1)
+		measure := func() (int64, error) { // Programs.DiskUsage: the walk and the deleted file held
+			n, err := DiskUsage(b)
+			if f := fd.Load(); f >= 0 {
+				n += blocksOf(int(f))
+			}
+			seen.Store(n)
+			return n, err
+		}
+		stopB := WatchDisk(b, 1<<30, 0, 0, 20*time.Millisecond, measure, func(int64, error) {})
+		held := heldDeleted(t, b, 0) // created and deleted: b's program holds it...
+		fd.Store(int64(held))
+		if err := unix.Fallocate(held, 0, 0, 48<<20); err != nil { // ...and writes 48 MiB to it
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for seen.Load() < 48<<20 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		unix.Close(int(fd.Swap(-1))) // b's command ends: the kernel frees what its programs held
+		stopB()
+		parkDeleted(t, a, 48<<20)
+	}
+	select {
+	case err := <-cut:
+		t.Logf("cut: %v", err)
+	case <-time.After(time.Second):
+		var st unix.Statfs_t
+		unix.Statfs(a, &st)
+		t.Fatalf("a command holding 144 MiB no listing shows (file system now %d MiB in use), past its 8 MiB limit, was never cut",
+			int64(st.Blocks-st.Bfree)*int64(st.Bsize)>>20)
+	}
 }
