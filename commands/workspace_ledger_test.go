@@ -18,14 +18,8 @@ import (
 // are freed when the test ends.
 func parkInSocket(t *testing.T, dir string, size int64) {
 	t.Helper()
-	fd, err := unix.Open(filepath.Join(dir, "parked"), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fd := heldDeleted(t, dir, size)
 	defer unix.Close(fd)
-	if err := errors.Join(unix.Unlink(filepath.Join(dir, "parked")), unix.Fallocate(fd, 0, 0, size)); err != nil {
-		t.Fatal(err)
-	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -174,22 +168,6 @@ func heldDeleted(t *testing.T, dir string, size int64) int {
 	return fd
 }
 
-// parkDeleted is what the command of a command holding disk no listing shows does: a deleted file of size bytes
-// whose only descriptor waits in a socket's queue, which no listing names.
-func parkDeleted(t *testing.T, dir string, size int64) {
-	t.Helper()
-	fd := heldDeleted(t, dir, size)
-	defer unix.Close(fd)
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(pair[0]); unix.Close(pair[1]) })
-	if err := unix.Sendmsg(pair[0], []byte("x"), unix.UnixRights(fd), nil, 0); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // blocksOf is the disk the open file fd takes.
 func blocksOf(fd int) int64 {
 	var st unix.Stat_t
@@ -280,7 +258,7 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 		}
 		unix.Close(int(fd.Swap(-1))) // b's command ends: the kernel frees what its programs held
 		stopB()
-		parkDeleted(t, a, 48<<20)
+		parkInSocket(t, a, 48<<20)
 	}
 	select {
 	case err := <-cut:
