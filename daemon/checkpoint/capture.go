@@ -300,8 +300,10 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 		}
 	case kindFifo:
 		c.notes.add(c.ds.pathTo(name), "is a fifo: recorded without content (a restore makes a new one)", false)
-	case kindSocket, kindDevice:
-		c.notes.add(c.ds.pathTo(name), "is a "+e.kind.String()+": recorded without content (a restore leaves the path alone)", false)
+	case kindSocket:
+		c.notes.add(c.ds.pathTo(name), "is a socket: recorded without its program (a restore makes the socket, which nothing listens on)", false)
+	case kindDevice:
+		c.notes.add(c.ds.pathTo(name), "is a device: recorded without its number (a restore keeps a device there, or removes what replaced it)", false)
 	default:
 		c.uncapture(&e, "is of an unknown type")
 	}

@@ -493,8 +493,10 @@ func (d *Diff) NotFullyShown() []string {
 		switch {
 		case c.Note != "" && c.Unified == "" && (c.NewType == "file" || c.OldType == "file"):
 			out = append(out, c.Path+" ("+c.Note+")")
-		case c.NewType == kindSocket.String() || c.NewType == kindDevice.String():
-			out = append(out, c.Path+" (a "+c.NewType+", which is recorded without content and never made)")
+		case c.NewType == kindSocket.String():
+			out = append(out, c.Path+" (a socket, made with nothing listening on it)")
+		case c.NewType == kindDevice.String():
+			out = append(out, c.Path+" (a device, which is recorded without its number and never made)")
 		}
 	}
 	if d.Omitted > 0 {

@@ -3,11 +3,13 @@ package checkpoint
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,6 +92,49 @@ func TestCheckpointRecordsAFifoWithoutOpeningIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameListing(t, "after restore", listing(t, ws), want)
+}
+
+// A step that replaced a socket or a device keeps nothing of what it put there through
+// a restore: the socket is made again (nothing listens on it, as when its program ended),
+// and what replaced a device, whose number is not recorded, is removed.
+func TestRestoreEndsASocketsOrDevicesPathAsItsKindOrNothing(t *testing.T) {
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		ws := lockableTempDir(t)
+		s := openStore(t, Options{})
+		if err := unix.Mknod(filepath.Join(ws, "s"), unix.S_IFSOCK|0o640, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mknod(filepath.Join(ws, "w"), unix.S_IFCHR|0o600, 0); err != nil { // a whiteout: anyone may make one
+			t.Fatal(err)
+		}
+		writeFiles(t, ws, map[string]string{"a": "x"})
+		want := listing(t, ws)
+		c := mustCheckpoint(t, s, ws)
+
+		for _, n := range []string{"s", "w"} {
+			if err := os.Remove(filepath.Join(ws, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeFiles(t, ws, map[string]string{"s": "planted by the step", "w/d/payload": "planted too"})
+		r, err := s.Restore(ctx, ws, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameListing(t, "after the restore", listing(t, ws), strings.Join(slices.DeleteFunc(strings.Split(want, "\n"), func(l string) bool { return strings.HasPrefix(l, `"w" `) }), "\n"))
+		if !slices.ContainsFunc(r.Notices, func(n Notice) bool { return n.Path == "w" && strings.Contains(n.Problem, "removed") }) {
+			t.Errorf("notices %+v; want the device's path named as removed", r.Notices)
+		}
+
+		// A device still there is kept.
+		if err := unix.Mknod(filepath.Join(ws, "w"), unix.S_IFCHR|0o600, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Restore(ctx, ws, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		sameListing(t, "after a restore over the device", listing(t, ws), want)
+	})
 }
 
 func TestCheckpointOfA2GBSparseFileOverBudgetNamesIt(t *testing.T) {

@@ -289,10 +289,31 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 			ferr = a.fifo(e, live)
 		}
 		return a.meta(e, c, ferr)
-	default:
-		a.notes.add(a.ds.pathTo(e.name), "was a "+e.kind.String()+", which a restore cannot make: left as it is", true)
-		return nil
+	case kindSocket:
+		var serr error
+		if live != kindSocket {
+			serr = a.socket(e, live)
+		}
+		return a.meta(e, c, serr)
+	default: // a device: its number is not recorded, so one there is kept, anything else removed
+		if live == kindDevice {
+			a.notes.add(a.ds.pathTo(e.name), "was a device, which a restore cannot make: the device there was left as it is", true)
+			return nil
+		}
+		a.notes.add(a.ds.pathTo(e.name), "was a device, which a restore cannot make: what is there now was removed", true)
+		return a.remove(e.name)
 	}
+}
+
+// socket makes e's name a socket, as one its program left behind (no program listens
+// on it: a server run again binds it anew). Anyone may make one with mknod.
+func (a *applier) socket(e *entry, live kind) error {
+	tmp := tempPrefix + randid.Hex(12)
+	if err := unix.Mknodat(a.ds.fd(), tmp, unix.S_IFSOCK|restoreMode(e.mode), 0); err != nil {
+		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
+	}
+	step()
+	return a.replace(tmp, e.name, live)
 }
 
 // folder makes e a folder, and its contents what e's tree says.
