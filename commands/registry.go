@@ -187,6 +187,7 @@ const cancelGrace = 2 * time.Second
 //
 // A command that ignores its context is abandoned when the timeout passes (its goroutine
 // runs on until it returns), so a stuck command fails the step instead of hanging the agent.
+// A command that writes the workspace waits while a bounded git runs in its tree (GitRun).
 func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limits) (string, error) {
 	if lim.Timeout <= 0 {
 		lim.Timeout = 60 * time.Second
@@ -203,6 +204,13 @@ func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limi
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
+	end := func() {}
+	if spec.Class == ClassWriteWorkspace && env.Workspace != "" {
+		var err error
+		if end, err = forWrite(ctx, spec.Name, env.Workspace); err != nil {
+			return "", err
+		}
+	}
 
 	type result struct {
 		out string
@@ -213,6 +221,7 @@ func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limi
 		var r result
 		// The recover has to live in this goroutine: a panic here would otherwise end the daemon.
 		defer func() {
+			end() // when the write is done, not when Run gives up on it
 			if p := recover(); p != nil {
 				r = result{err: fmt.Errorf("%s: %w: %v", spec.Name, ErrPanic, p)}
 			}

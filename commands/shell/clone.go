@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -100,11 +101,14 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		return "", fmt.Errorf("clone_repository: cannot make a folder to clone into: %w", err)
 	}
 	defer root.RemoveAll(tmp) // empty after a clone renamed into place; a partial one otherwise
-	into, err := root.Open(tmp)
+	// No other agent's write lands in the tree while git reads the clone's config.
+	end, err := commands.GitRun(ctx, ws)
 	if err != nil {
-		return "", fmt.Errorf("clone_repository: cannot open the folder to clone into: %w", err)
+		return "", fmt.Errorf("clone_repository: not run: %w", err)
 	}
-	if err := c.clone(ctx, env.AgentID, u, into); err != nil {
+	err = c.clone(ctx, env.AgentID, u, root, tmp)
+	end()
+	if err != nil {
 		return "", err
 	}
 	if err := place(root, path.Join(tmp, "repo"), filepath.ToSlash(rel)); err != nil {
@@ -141,13 +145,18 @@ func (c *cloneRepository) target(a cloneRepositoryArgs, workspace string) (u *ur
 	return u, ws, dest, nil
 }
 
-// clone runs git clone of u into a folder repo in the open folder into (and closes it),
-// with every way to run code or reach the network by itself switched off: its one way out
-// is the guard's proxy. git reaches into by its descriptor (/proc/self/fd/3), not its
-// path, so a link swapped on the workspace's path after the checks does not lead git
-// elsewhere. (Once started, git works with the path the descriptor named then: a swap
-// while it runs is not closed here.)
-func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL, into *os.File) error {
+// clone runs git clone of u into a folder repo in the folder tmp of root, with every way
+// to run code or reach the network by itself switched off: its one way out is the
+// guard's proxy. git reaches tmp by its descriptor (/proc/self/fd/3), not its path, so a
+// link swapped on the workspace's path after the checks does not lead git elsewhere.
+// (Once started, git works with the path the descriptor named then: a swap while it runs
+// is not closed here.) The work tree is filled after (checkout), by a git that reads a
+// config the daemon wrote.
+func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL, root *os.Root, tmp string) error {
+	into, err := root.Open(tmp)
+	if err != nil {
+		return fmt.Errorf("clone_repository: cannot open the folder to clone into: %w", err)
+	}
 	defer into.Close()
 	proxy, err := netguard.NewProxy(c.guard)
 	if err != nil {
@@ -159,7 +168,7 @@ func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL,
 		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
 		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
 	argv = append(argv, c.testConfig...)
-	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), "/proc/self/fd/3/repo")
+	argv = append(argv, "clone", "--quiet", "--no-checkout", "--depth", "1", "--", u.String(), "/proc/self/fd/3/repo")
 	home, err := os.MkdirTemp("", "agentd-home-") // never the workspace: no .netrc of the agent's
 	if err != nil {
 		return fmt.Errorf("clone_repository: cannot make an empty HOME: %w", err)
@@ -182,12 +191,65 @@ func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL,
 	case err != nil:
 		return fmt.Errorf("clone_repository: git was killed: %w", err)
 	case res.state.Success():
-		return nil
+		return c.checkout(ctx, cg, genv, root, tmp)
 	case proxy.Refused() != nil:
 		return fmt.Errorf("clone_repository: %w", refusal(proxy.Refused()))
 	}
 	return fmt.Errorf("clone_repository: git clone %s failed: %s", u, strings.TrimSpace(res.text()))
 }
+
+// checkout fills the work tree of the clone at tmp/repo in root, made with no checkout,
+// by a git that reads a config the daemon wrote (checkoutConfig) in place of the one git
+// clone wrote: that one came from the remote and lay in the workspace while git fetched,
+// and a checkout, unsandboxed, would run the programs a config names (core.fsmonitor, the
+// filter a .gitattributes of the tree selects, ...), whatever their names. The few keys
+// that name one for every repository are set off on the command line too. git's own
+// config is put back after, for the agent's git, which a bounded run vets.
+func (c *cloneRepository) checkout(ctx context.Context, cg *boxRun, env []string, root *os.Root, tmp string) error {
+	cfg, aside := path.Join(tmp, "repo", ".git", "config"), path.Join(tmp, "config")
+	own, err := root.ReadFile(cfg)
+	if err == nil {
+		err = root.Rename(cfg, aside)
+	}
+	if err == nil {
+		err = root.WriteFile(cfg, checkoutConfig(own), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("clone_repository: cannot write the config of the checkout: %w", err)
+	}
+	into, err := root.Open(tmp)
+	if err != nil {
+		return fmt.Errorf("clone_repository: cannot open the clone: %w", err)
+	}
+	defer into.Close()
+	argv := []string{c.git, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.logAllRefUpdates=false",
+		"--git-dir=/proc/self/fd/3/repo/.git", "--work-tree=/proc/self/fd/3/repo", "reset", "--quiet", "--hard"}
+	res, err := runProgram(ctx, cg, "/", argv, env, c.opts.OutputCap, nil, into)
+	switch {
+	case res == nil:
+		return fmt.Errorf("clone_repository: cannot start git: %w", err)
+	case err != nil:
+		return fmt.Errorf("clone_repository: git was killed: %w", err)
+	case !res.state.Success():
+		return fmt.Errorf("clone_repository: checking out the clone failed: %s", strings.TrimSpace(res.text()))
+	}
+	if err := root.Rename(aside, cfg); err != nil {
+		return fmt.Errorf("clone_repository: cannot put the clone's config back: %w", err)
+	}
+	return nil
+}
+
+// checkoutConfig is the config a clone's checkout reads: a work tree's, in the object
+// format git's own config (own) names, and nothing else.
+func checkoutConfig(own []byte) []byte {
+	cfg := "[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
+	if sha256Format.Match(own) {
+		cfg += "[extensions]\n\tobjectformat = sha256\n"
+	}
+	return []byte(cfg)
+}
+
+var sha256Format = regexp.MustCompile(`(?mi)^\s*objectformat\s*=\s*sha256\s*$`)
 
 // place renames the clone at from to rel, both in root, making rel's folders. It refuses
 // an existing rel, and a rel whose folders now lead out of root (the Root's own refusal).

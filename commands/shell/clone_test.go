@@ -125,8 +125,13 @@ func TestCloneRepositoryRefusals(t *testing.T) {
 	}
 }
 
+// testHookGitRequest, set by tests, sees each request of a git server's before it is
+// served.
+var testHookGitRequest func(*http.Request)
+
 // gitServer serves bare repositories from a temp folder over smart HTTP with
-// git-http-backend, on 127.0.0.1. It counts requests carrying the X-Agentd-Test header,
+// git-http-backend, on 127.0.0.1: repo.git, and driven.git, whose a.txt the .gitattributes
+// gives the filter x. It counts requests carrying the X-Agentd-Test header,
 // which only a config the clone must ignore would add, and redirects /moved.git. hits
 // counts every request.
 func gitServer(t *testing.T) (url string, evil, hits *atomic.Int32) {
@@ -156,11 +161,13 @@ func serveGit(t *testing.T, tls bool) (srv *httptest.Server, evil, hits *atomic.
 	os.WriteFile(filepath.Join(src, "README.md"), []byte("# hello from the test repo\n"), 0o644)
 	os.MkdirAll(filepath.Join(src, "cmd"), 0o755)
 	os.WriteFile(filepath.Join(src, "cmd", "main.go"), []byte("package main\n"), 0o644)
+	driven := drivenRepo(t, t.TempDir(), "d", "filter=x", ".git/config", "")
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main", src},
 		{"-C", src, "add", "."},
 		{"-C", src, "commit", "-q", "-m", "first"},
 		{"clone", "-q", "--bare", src, filepath.Join(root, "repo.git")},
+		{"clone", "-q", "--bare", driven, filepath.Join(root, "driven.git")},
 	} {
 		cmd := exec.Command(git, args...)
 		cmd.Env = gitEnv
@@ -172,6 +179,9 @@ func serveGit(t *testing.T, tls bool) (srv *httptest.Server, evil, hits *atomic.
 	evil, hits = new(atomic.Int32), new(atomic.Int32)
 	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		if testHookGitRequest != nil {
+			testHookGitRequest(r)
+		}
 		if r.Header.Get("X-Agentd-Test") != "" {
 			evil.Add(1)
 		}
@@ -242,6 +252,41 @@ func TestCloneRepository(t *testing.T) {
 			t.Errorf("error %v; want a loopback refusal", err)
 		}
 	})
+}
+
+// TestCloneChecksOutWithAConfigTheDaemonWrote: the checkout of a clone runs no program
+// the config git clone wrote names, though by then it names a filter the tree's
+// .gitattributes selects, written there while git fetched (by the other side here: a
+// program of the agent's, or the remote, in earnest). The clone still gets the file as
+// committed, and git's own config.
+func TestCloneChecksOutWithAConfigTheDaemonWrote(t *testing.T) {
+	base, _, _ := gitServer(t)
+	ws := workspace(t)
+	ran := filepath.Join(t.TempDir(), "filter-ran")
+	filter := "[filter \"x\"]\n\tsmudge = touch " + ran + " && cat\n\trequired = true\n"
+	testHookGitRequest = func(r *http.Request) {
+		configs, _ := filepath.Glob(filepath.Join(ws, ".clone-*", "repo", ".git", "config"))
+		for _, c := range configs {
+			if f, err := os.OpenFile(c, os.O_APPEND|os.O_WRONLY, 0); err == nil {
+				f.WriteString(filter)
+				f.Close()
+			}
+		}
+	}
+	defer func() { testHookGitRequest = nil }()
+	out, err := run(context.Background(), t, newClone(t, Options{AllowPrivateNetworks: true}), ws, cloneArgs(base+"/driven.git", "r"), time.Minute)
+	if _, serr := os.Stat(ran); serr == nil {
+		t.Fatalf("the checkout ran the filter the clone's config named (result %q, %v)", out, err)
+	}
+	if err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "r", "a.txt")); string(b) != "hello\n" {
+		t.Errorf("a.txt = %q, %v; want it as committed", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "r", ".git", "config")); !strings.Contains(string(b), "[remote \"origin\"]") {
+		t.Errorf("the clone's config is not git's own: %q, %v", b, err)
+	}
 }
 
 // TestCloneGoesThroughTheGuard shows that git reaches the network only through the guard:

@@ -89,6 +89,13 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 		}
 		defer os.RemoveAll(home)
 	} else {
+		if prof.Bounded { // what prepare finds of the repositories holds until the run ends
+			end, err := commands.GitRun(ctx, ws)
+			if err != nil {
+				return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+			}
+			defer end()
+		}
 		if v.binds, err = e.box.prepare(root); err != nil {
 			return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
 		}

@@ -1,12 +1,14 @@
 package shell
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/internal/testutil"
@@ -339,5 +341,42 @@ func TestBoundedGitTakesAnyEntryAtASequencerPathAsStopped(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), "rebase-merge directory") {
 			t.Fatalf("git %v with a rebase's state planted: want git's refusal naming the rebase-merge directory, got %v:\n%s", start, err, out)
 		}
+	}
+}
+
+// TestWritesWaitWhileABoundedRunReadsTheirRepositories: while a bounded run (whose git
+// reads the repositories' config, hooks and sequencer state) runs in a helper's folder,
+// the parent's write_file there, made by the daemon outside the sandbox, is not made: it
+// waits, and is refused naming why when its time runs out first. Once the run ends, the
+// same write is made.
+func TestWritesWaitWhileABoundedRunReadsTheirRepositories(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	ws := workspace(t)
+	helper := filepath.Join(ws, commands.HelpersFolder, "h")
+	gitRepo(t, filepath.Join(helper, "repo"))
+	ran := make(chan error, 1)
+	go func() {
+		_, err := runAs(t, c, helper, commands.Profile{Bounded: true, Write: true},
+			"git -C repo status --short && touch started && while [ ! -e release ]; do sleep 0.05; done")
+		ran <- err
+	}()
+	if !testutil.Wait(time.Minute, func() bool { _, err := os.Stat(filepath.Join(helper, "started")); return err == nil }) {
+		t.Fatal("the bounded run did not start")
+	}
+	write, _ := commands.Lookup("write_file")
+	args := []byte(`{"path": "agents/h/notes.txt", "contents": "x"}`)
+	_, err := commands.Run(context.Background(), write, commands.Env{Workspace: ws}, args, commands.Limits{Timeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "git is running in this workspace") {
+		t.Errorf("the parent's write while the helper's bounded run ran: %v; want it refused for the run", err)
+	}
+	if _, serr := os.Stat(filepath.Join(helper, "notes.txt")); serr == nil {
+		t.Error("the parent's write was made while the helper's bounded run ran")
+	}
+	os.WriteFile(filepath.Join(helper, "release"), nil, 0o644)
+	if err := <-ran; err != nil {
+		t.Fatalf("bounded run: %v", err)
+	}
+	if _, err := commands.Run(context.Background(), write, commands.Env{Workspace: ws}, args, commands.Limits{Timeout: time.Minute}); err != nil {
+		t.Errorf("the write once the run ended: %v", err)
 	}
 }

@@ -1,0 +1,106 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// writeIn runs write_file of p in workspace ws through Run, as an agent's step does.
+func writeIn(ws, p string, timeout time.Duration) (string, error) {
+	args, _ := json.Marshal(map[string]string{"path": p, "contents": "x\n"})
+	return Run(context.Background(), writeFile{}, Env{Workspace: ws}, args, Limits{Timeout: timeout})
+}
+
+// TestWritesWaitForABoundedGitInTheirTree: while a bounded git runs in a helper's
+// folder, a write there by the helper or its parent waits, and is refused, naming why,
+// when its time runs out first; one of a sibling, or the helper's under its parent's
+// git (which takes no repository of agents/), does not wait. A waiting write is made
+// once the git run ends.
+func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
+	ws := testutil.ResolvedTempDir(t)
+	helper, sibling := filepath.Join(ws, HelpersFolder, "h"), filepath.Join(ws, HelpersFolder, "s")
+	for _, d := range []string{helper, sibling} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, err := GitRun(context.Background(), helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end()
+	for name, w := range map[string]struct{ ws, path string }{
+		"parent_into_helper": {ws, "agents/h/parent.txt"},
+		"helper_itself":      {helper, "own.txt"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := writeIn(w.ws, w.path, 100*time.Millisecond)
+			if err == nil || !strings.Contains(err.Error(), "git is running in this workspace") {
+				t.Errorf("write during the git run: %v; want it refused for the git run", err)
+			}
+			if _, serr := os.Stat(filepath.Join(w.ws, w.path)); serr == nil {
+				t.Errorf("%s was written while git ran", w.path)
+			}
+		})
+	}
+	t.Run("sibling_and_helper_under_parents_git", func(t *testing.T) {
+		if _, err := writeIn(sibling, "free.txt", time.Minute); err != nil {
+			t.Errorf("a sibling's write waited for another helper's git: %v", err)
+		}
+		endParent, err := GitRun(context.Background(), ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer endParent()
+		if _, err := writeIn(sibling, "free2.txt", time.Minute); err != nil {
+			t.Errorf("a helper's write waited for its parent's git: %v", err)
+		}
+	})
+	t.Run("made_once_git_ends", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := writeIn(ws, "agents/h/later.txt", time.Minute)
+			done <- err
+		}()
+		later := filepath.Join(helper, "later.txt")
+		if !testutil.Hold(200*time.Millisecond, func() bool { _, err := os.Stat(later); return err != nil }) {
+			t.Fatal("the write was made while git ran")
+		}
+		end()
+		if err := <-done; err != nil {
+			t.Fatalf("the waiting write: %v", err)
+		}
+		if _, err := os.Stat(later); err != nil {
+			t.Errorf("the waiting write made nothing: %v", err)
+		}
+	})
+}
+
+// TestGitRunWaitsForAWriteUnderWay: a git run starts only once a write in its tree ends,
+// so what it finds of its repositories before it starts stays true.
+func TestGitRunWaitsForAWriteUnderWay(t *testing.T) {
+	ws := testutil.ResolvedTempDir(t)
+	end, err := forWrite(context.Background(), "write_file", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if endGit, err := GitRun(ctx, filepath.Join(ws, HelpersFolder, "h")); err == nil {
+		endGit()
+		t.Fatal("a git run started in a tree a write was under way in")
+	}
+	end()
+	endGit, err := GitRun(context.Background(), ws)
+	if err != nil {
+		t.Fatalf("git run after the write: %v", err)
+	}
+	endGit()
+}
