@@ -12,6 +12,25 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
+// watchDisk starts the disk watch on ws with room bytes past what ws holds now and
+// floor, counting what the programs of a command run with the context it returns hold.
+// A cut cancels that context and sends the watch's error on cut.
+func watchDisk(t *testing.T, ws string, room, floor int64) (ctx context.Context, cut <-chan error) {
+	t.Helper()
+	measured, err := commands.DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	progs := &commands.Programs{}
+	cuts := make(chan error, 1)
+	stop := commands.WatchDisk(ws, measured+room, measured, floor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
+		func(_ int64, err error) { cuts <- err; cancel() })
+	t.Cleanup(stop)
+	return commands.WithPrograms(ctx, progs), cuts
+}
+
 // A sandboxed command that deletes a file and keeps writing it through its descriptor
 // takes the workspace's disk where no walk finds it: the disk watch counts what the
 // command's programs hold (commands.Programs, which the sandbox run joins) and cuts it.
@@ -19,18 +38,8 @@ func TestDiskWatchCutsASandboxedCommandWritingAFileItDeleted(t *testing.T) {
 	testutil.AsRootAndNot(t, func(t *testing.T) {
 		c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
 		ws := workspace(t)
-		measured, err := commands.DiskUsage(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		progs := &commands.Programs{}
-		cut := make(chan error, 1)
-		stop := commands.WatchDisk(ws, measured+32<<20, measured, commands.DiskFloor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
-			func(_ int64, err error) { cut <- err; cancel() })
-		defer stop()
-		out, _ := run(commands.WithPrograms(ctx, progs), t, c, ws,
+		ctx, cut := watchDisk(t, ws, 32<<20, commands.DiskFloor)
+		out, _ := run(ctx, t, c, ws,
 			shellLine(`exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3; sync; sleep 0.1; i=$((i+1)); done; echo wrote 160MiB`), time.Minute)
 		select {
 		case err := <-cut:
@@ -55,19 +64,9 @@ func TestDiskWatchCutsACommandHoldingDeletedFilesInProgramsItMayNotRead(t *testi
 	testutil.AsRootAndNot(t, func(t *testing.T) {
 		c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t), ReadOnlyPaths: []string{filepath.Dir(sleep)}})
 		ws := workspace(t)
-		measured, err := commands.DiskUsage(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		progs := &commands.Programs{}
-		cut := make(chan error, 1)
-		stop := commands.WatchDisk(ws, measured+96<<20, measured, 0, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
-			func(_ int64, err error) { cut <- err; cancel() })
-		defer stop()
+		ctx, cut := watchDisk(t, ws, 96<<20, 0)
 		hand := `exec 3>h; head -c 67108864 /dev/zero >&3; rm h; ` + sleep + ` 60 & exec 3>&-; `
-		out, _ := run(commands.WithPrograms(ctx, progs), t, c, ws, shellLine(hand+hand+`sleep 3; echo held 128MiB`), time.Minute)
+		out, _ := run(ctx, t, c, ws, shellLine(hand+hand+`sleep 3; echo held 128MiB`), time.Minute)
 		select {
 		case <-cut:
 		default:

@@ -25,9 +25,7 @@ func TestWriteStepIsCheckpointedShownRewoundAndUndone(t *testing.T) {
 		reply("read_file", map[string]string{"path": "notes/a.txt"}),
 		reply("finish", map[string]string{"reason": "done"}))
 	a := h.create(api.CreateAgentRequest{})
-	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-		t.Fatal(err)
-	}
+	h.approve(a.ID, "write_file")
 	p2 := h.pending(a.ID) // read_file: the write has ended
 	eps := h.history(a.ID)
 	if len(eps) != 1 || !strings.HasSuffix(eps[0].Result, "[workspace: changed 1 file and 1 folder (+2 −0)]") {
@@ -96,9 +94,7 @@ func TestReadStepIsNotCheckpointed(t *testing.T) {
 	h := newHarness(t, withCheckpoints)
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
 	a := h.create(api.CreateAgentRequest{})
-	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-		t.Fatal(err)
-	}
+	h.approve(a.ID, "list_folder")
 	h.pending(a.ID)
 	_, err := h.sup.rewinds.Diff(context.Background(), a.Name, api.DiffRequest{Step: 1})
 	if !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), "no checkpointed step 1") {
@@ -119,9 +115,7 @@ func TestRewindRefusedWhileAStepIsStartedAndForBadRequests(t *testing.T) {
 		reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}),
 		reply("ask_user", map[string]string{"question": "go on?"}))
 	a := h.create(api.CreateAgentRequest{})
-	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-		t.Fatal(err)
-	}
+	h.approve(a.ID, "write_file")
 	h.waitFor(a.ID, "the question", func(a *api.Agent) bool { return a.Question != nil })
 	_, err := h.rewind(a.Name, api.RewindRequest{To: 1})
 	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "is running step 2 (ask_user)") {
@@ -185,21 +179,15 @@ func TestStepNumberOfAnEarlierRunIsPickedByRun(t *testing.T) {
 		reply("finish", map[string]string{"reason": "done"}))
 	a := h.create(api.CreateAgentRequest{})
 	first := a.RunID
-	for range 2 { // the write, then finish
-		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.approve(a.ID, "write_file")
+	h.approve(a.ID, "finish")
 	h.waitFor(a.ID, "the first run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	b, err := h.sup.runs.Task(ctx, a.ID, "again")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // the write, then finish
-		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.approve(a.ID, "write_file")
+	h.approve(a.ID, "finish")
 	h.waitFor(a.ID, "the second run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 
 	latest, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Step: 1})
@@ -245,21 +233,16 @@ func TestWholeRunIsShownAndRewoundByItsID(t *testing.T) {
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "b\n"}),
 		reply("finish", map[string]string{"reason": "done"}))
 	a := h.create(api.CreateAgentRequest{})
-	for range 2 {
-		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.approve(a.ID, "write_file")
+	h.approve(a.ID, "finish")
 	h.waitFor(a.ID, "the first run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	turn, err := h.sup.runs.Task(ctx, a.ID, "the turn")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.approve(a.ID, "write_file")
+	h.approve(a.ID, "write_file")
+	h.approve(a.ID, "finish")
 	h.waitFor(a.ID, "the turn's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 
 	c, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Run: turn.RunID})
@@ -418,11 +401,8 @@ func TestWholeRunRewindIsNamedByTheIDItsDryRunShowed(t *testing.T) {
 		reply("write_file", map[string]string{"path": "a.txt", "contents": "a\n"}),
 		reply("finish", map[string]string{"reason": "done"}))
 	a := h.create(api.CreateAgentRequest{})
-	for range 2 {
-		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.approve(a.ID, "write_file")
+	h.approve(a.ID, "finish")
 	run := h.waitFor(a.ID, "end", func(a *api.Agent) bool { return a.State == api.StateIdle }).RunID
 	plan := h.dryRun(a.Name, api.RewindRequest{Run: run})
 	done, err := h.rewind(a.Name, api.RewindRequest{ID: plan.Restore.ID, By: "ana"})

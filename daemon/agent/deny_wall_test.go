@@ -55,17 +55,23 @@ func runStep(t *testing.T, h *harness, a *api.Agent) api.Episode {
 	return eps[len(eps)-1]
 }
 
+// wantPutBack checks that each of paths is gone from ws after the step: put back.
+func wantPutBack(t *testing.T, ws string, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(ws, p)); !os.IsNotExist(err) {
+			t.Errorf("%s after the step: %v, want it put back (gone)", p, err)
+		}
+	}
+}
+
 // A shell step creating a new file under a wildcard write-deny rule, which no read-only
 // bind covers, has it put back at its end; the step's other change stays, and the
 // result says what was put back and which rule denied it, so the model is told.
 func TestShellStepCreatingAFileAWildcardRuleDeniesIsPutBack(t *testing.T) {
 	h, a := denyWallHarness(t, false, []string{"write_file(*.toml)"}, nil, "echo EVIL > app.toml; mkdir -p d && echo EVIL > d/b.toml; echo ok > notes.txt")
 	ep := runStep(t, h, a)
-	for _, p := range []string{"app.toml", "d/b.toml"} {
-		if _, err := os.Lstat(filepath.Join(a.Workspace, p)); !os.IsNotExist(err) {
-			t.Errorf("%s after the step: %v, want it put back (gone)", p, err)
-		}
-	}
+	wantPutBack(t, a.Workspace, "app.toml", "d/b.toml")
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "notes.txt")); err != nil || string(b) != "ok\n" {
 		t.Errorf("notes.txt, which no rule denies, was not kept: %q, %v", b, err)
 	}
@@ -83,9 +89,7 @@ func TestRenamingAFolderOntoADeniedPathIsPutBack(t *testing.T) {
 	h, a := denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, map[string]string{"staging/app.toml": "EVIL\n", "staging/readme": "hi\n"},
 		"mv staging config")
 	ep := runStep(t, h, a)
-	if _, err := os.Lstat(filepath.Join(a.Workspace, "config", "app.toml")); !os.IsNotExist(err) {
-		t.Errorf("config/app.toml after the step: %v, want it put back (gone)", err)
-	}
+	wantPutBack(t, a.Workspace, "config/app.toml")
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "config", "readme")); err != nil || string(b) != "hi\n" {
 		t.Errorf("config/readme, which no rule denies, was not kept: %q, %v", b, err)
 	}
@@ -103,9 +107,7 @@ func TestPreviewTouchingADeniedPathIsNotApplied(t *testing.T) {
 		t.Fatalf("the preview of a change to a denied path is appliable or does not say why not: %+v", eff)
 	}
 	ep := runStep(t, h, a)
-	if _, err := os.Lstat(filepath.Join(a.Workspace, "app.toml")); !os.IsNotExist(err) {
-		t.Errorf("app.toml after the step: %v, want it put back (gone)", err)
-	}
+	wantPutBack(t, a.Workspace, "app.toml")
 	if _, err := os.Stat(filepath.Join(a.Workspace, "notes.txt")); err != nil {
 		t.Errorf("the command did not run itself: %v", err)
 	}
@@ -120,11 +122,7 @@ func TestPreviewTouchingADeniedPathIsNotApplied(t *testing.T) {
 func TestWriteThroughALinkToADeniedFolderIsPutBack(t *testing.T) {
 	h, a := denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, nil, "mkdir real && ln -s real config && echo EVIL > config/app.toml")
 	ep := runStep(t, h, a)
-	for _, p := range []string{"config", "real/app.toml"} {
-		if _, err := os.Lstat(filepath.Join(a.Workspace, p)); !os.IsNotExist(err) {
-			t.Errorf("%s after the step: %v, want it put back (gone)", p, err)
-		}
-	}
+	wantPutBack(t, a.Workspace, "config", "real/app.toml")
 	if !strings.Contains(ep.Result, "put back config: a link there would take writes to config/") || !strings.Contains(ep.Result, "put back real/app.toml: write_file(config/*.toml) denies writing it") {
 		t.Errorf("the step's result does not say the link and the file were put back:\n%s", ep.Result)
 	}
@@ -144,9 +142,7 @@ func TestWriteThroughALinkToADeniedFolderIsPutBack(t *testing.T) {
 func TestFileMovedOntoADeniedPathGoesBackWhereItWas(t *testing.T) {
 	h, a := denyWallHarness(t, false, []string{"write_file(*.toml)"}, map[string]string{"notes/draft.txt": "mine\n"}, "mv notes/draft.txt app.toml")
 	ep := runStep(t, h, a)
-	if _, err := os.Lstat(filepath.Join(a.Workspace, "app.toml")); !os.IsNotExist(err) {
-		t.Errorf("app.toml after the step: %v, want it put back (gone)", err)
-	}
+	wantPutBack(t, a.Workspace, "app.toml")
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "notes", "draft.txt")); err != nil || string(b) != "mine\n" {
 		t.Errorf("notes/draft.txt, moved onto the denied app.toml, is not back where it was: %q, %v\n%s", b, err, ep.Result)
 	}

@@ -23,9 +23,7 @@ func TestRestoreFromAppliesOnlyOnTheWorkspaceItStartedFrom(t *testing.T) {
 	if err := os.Mkdir(cp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Restore(ctx, cp, from.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, cp, from.ID)
 	writeFiles(t, cp, map[string]string{"a.txt": "one\ntwo\n", "new.txt": "fresh\n"})
 	os.Symlink("/etc", filepath.Join(cp, "sub", "out"))
 	to := mustCheckpoint(t, s, cp)
@@ -58,9 +56,7 @@ func changedCopy(t *testing.T, files map[string]string, fn func(cp string)) (s *
 	if err := os.Mkdir(cp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Restore(ctx, cp, from.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, cp, from.ID)
 	fn(cp)
 	return s, ws, cp, from, mustCheckpoint(t, s, cp)
 }
@@ -187,9 +183,7 @@ func TestRemoveTreeTakesLockedFoldersAndFollowsNoLink(t *testing.T) {
 // Applying twice is harmless: a workspace already at the target (a restore a crash
 // interrupted, finished when the store opened again) is not refused as changed.
 func TestRestoreFromOnAWorkspaceAlreadyThereIsDone(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a.txt": "one\n"})
+	s, ws := storeWithFiles(t, map[string]string{"a.txt": "one\n"})
 	from := mustCheckpoint(t, s, ws)
 	writeFiles(t, ws, map[string]string{"a.txt": "two\n"})
 	to := mustCheckpoint(t, s, ws)
@@ -229,9 +223,7 @@ func TestJournalKeepsTheChangeAnApplyIsMaking(t *testing.T) {
 // renamed folder is made again inside a folder holding only it; every other change of
 // the step stays.
 func TestPutBackRestoresOnlyTheNamedPaths(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"keep.txt": "old\n", "config/app.toml": "safe\n", "staging/x.toml": "mine\n", "locked/a.env": "A\n"})
+	s, ws := storeWithFiles(t, map[string]string{"keep.txt": "old\n", "config/app.toml": "safe\n", "staging/x.toml": "mine\n", "locked/a.env": "A\n"})
 	before := mustCheckpoint(t, s, ws)
 	writeFiles(t, ws, map[string]string{"keep.txt": "new\n", "new.toml": "evil\n", "deep/er/b.toml": "evil\n"})
 	if err := os.RemoveAll(filepath.Join(ws, "config")); err != nil {

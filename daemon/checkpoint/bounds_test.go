@@ -73,9 +73,7 @@ func TestCheckpointPastMaxEntriesIsPartialAndSaysSo(t *testing.T) {
 		t.Fatalf("Problem() = %q", p)
 	}
 	writeFiles(t, ws, map[string]string{"d0/f": "changed", "d9/f": "changed"})
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	if b, _ := os.ReadFile(filepath.Join(ws, "d0", "f")); string(b) != "x" {
 		t.Errorf("d0/f, captured, was not restored: %q", b)
 	}
@@ -117,10 +115,7 @@ func blocks(t *testing.T, dir string) int64 {
 // would is Partial and says so.
 func TestSparseStepsCostTheStoreTheirBlocksAndHeldOnesStopAtTheHardCap(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{MaxStoreBytes: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{MaxStoreBytes: 64 << 20})
 	defer s.Close()
 	ws := t.TempDir()
 	var ids []ID
@@ -157,10 +152,7 @@ func TestSparseStepsCostTheStoreTheirBlocksAndHeldOnesStopAtTheHardCap(t *testin
 // dir's file system less free than MinFreeBytes is not captured, and the checkpoint says
 // why.
 func TestCheckpointKeepsTheStateDirsFreeSpaceFloor(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{MinFreeBytes: 1 << 60})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, t.TempDir(), Options{MinFreeBytes: 1 << 60})
 	defer s.Close()
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("new content\n"), 0o644)

@@ -16,9 +16,7 @@ import (
 var ctx = context.Background()
 
 func TestRestorePutsBackFilesFoldersLinksAndModes(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n", "sub/deep/c.bin": "\x00\x01"})
+	s, ws := storeWithFiles(t, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n", "sub/deep/c.bin": "\x00\x01"})
 	os.Mkdir(filepath.Join(ws, "empty"), 0o750)
 	os.Chmod(filepath.Join(ws, "sub/b.txt"), 0o600)
 	os.Symlink("../a.txt", filepath.Join(ws, "sub/link"))
@@ -50,9 +48,7 @@ func TestRestorePutsBackFilesFoldersLinksAndModes(t *testing.T) {
 }
 
 func TestRestoreCanBeUndoneThroughItsBeforeCheckpoint(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a": "first"})
+	s, ws := storeWithFiles(t, map[string]string{"a": "first"})
 	c1 := mustCheckpoint(t, s, ws)
 	writeFiles(t, ws, map[string]string{"a": "second", "b/c": "new"})
 	now := listing(t, ws)
@@ -60,16 +56,12 @@ func TestRestoreCanBeUndoneThroughItsBeforeCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Restore(ctx, ws, r.Before.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, r.Before.ID)
 	sameListing(t, "after undoing the restore", listing(t, ws), now)
 }
 
 func TestCheckpointOfUnchangedWorkspaceWritesNothing(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a": "x", "d/b": "y"})
+	s, ws := storeWithFiles(t, map[string]string{"a": "x", "d/b": "y"})
 	c := settled(t, s, ws)
 	again := mustCheckpoint(t, s, ws)
 	if again.ID != c.ID {
@@ -234,10 +226,7 @@ func infoIDs(list []Info) []ID {
 
 func TestOpenRefusesAStoreInUse(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, Options{})
 	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second Open: %v, want in use", err)
 	}
@@ -251,10 +240,7 @@ func TestOpenRefusesAStoreInUse(t *testing.T) {
 
 func TestCheckpointRefusesAStoreInsideTheWorkspace(t *testing.T) {
 	ws := t.TempDir()
-	s, err := Open(filepath.Join(ws, "store"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, filepath.Join(ws, "store"), Options{})
 	defer s.Close()
 	if _, err := s.Checkpoint(ctx, ws); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
 		t.Fatalf("checkpoint: %v, want a refusal", err)
@@ -269,14 +255,9 @@ func TestCheckpointsSurviveReopening(t *testing.T) {
 	c, _ := s.Checkpoint(ctx, ws)
 	s.Close()
 	writeFiles(t, ws, map[string]string{"a": "2"})
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = mustOpen(t, dir, Options{})
 	defer s.Close()
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	if b, _ := os.ReadFile(filepath.Join(ws, "a")); string(b) != "1" {
 		t.Fatalf("a = %q after restore, want 1", b)
 	}
@@ -363,9 +344,7 @@ func TestDiffNamesEveryKindOfChangeInPathOrder(t *testing.T) {
 }
 
 func TestDiffLiveShowsWhatChangedSinceACheckpointWithoutKeepingOne(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a": "1\n"})
+	s, ws := storeWithFiles(t, map[string]string{"a": "1\n"})
 	c := mustCheckpoint(t, s, ws)
 	writeFiles(t, ws, map[string]string{"a": "1\n2\n", "b": "new\n"})
 	d, err := s.DiffLive(ctx, ws, c.ID)
@@ -388,9 +367,7 @@ func TestDiffLiveShowsWhatChangedSinceACheckpointWithoutKeepingOne(t *testing.T)
 // points, a created entry's mode (setuid included), which file a new name is a hard
 // link of; content that is not shown (binary) is named again as not fully shown.
 func TestDiffShowsSymlinkTargetsModesBinaryAndHardLinks(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a.txt": "text\n", "pair1": "shared\n", "was-link": "x"})
+	s, ws := storeWithFiles(t, map[string]string{"a.txt": "text\n", "pair1": "shared\n", "was-link": "x"})
 	os.Link(filepath.Join(ws, "pair1"), filepath.Join(ws, "pair2"))
 	os.Symlink("/etc/passwd", filepath.Join(ws, "old-link"))
 	from := mustCheckpoint(t, s, ws)

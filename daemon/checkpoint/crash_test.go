@@ -158,10 +158,7 @@ func TestKillDuringRestoreLosesNothing(t *testing.T) {
 	kills, finished := 0, 0
 	for at := 1; ; at++ {
 		dir, ws := t.TempDir(), lockableTempDir(t)
-		s, err := Open(dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustOpen(t, dir, Options{})
 		writeFiles(t, ws, map[string]string{"a": "alpha\n", "sub/b": "beta\n", "sub/deeper/c": "gamma\n", "f": "a file"})
 		os.Symlink("sub/b", filepath.Join(ws, "link"))
 		os.Link(filepath.Join(ws, "a"), filepath.Join(ws, "sub/a-too"))
@@ -192,9 +189,7 @@ func TestKillDuringRestoreLosesNothing(t *testing.T) {
 			if before.ID == target.ID {
 				t.Fatalf("kill at step %d: the restore finished but the state it replaced is in no checkpoint", at)
 			}
-			if _, err := s.Restore(ctx, ws, before.ID); err != nil {
-				t.Fatal(err)
-			}
+			mustRestore(t, s, ws, before.ID)
 			sameListing(t, fmt.Sprintf("kill at step %d: undoing the finished restore", at), listing(t, ws), wantBefore)
 		default:
 			sameListing(t, fmt.Sprintf("kill at step %d: neither the state before nor the target", at), got, wantTarget)
@@ -214,16 +209,11 @@ func TestKillDuringApplyLosesNothing(t *testing.T) {
 	kills, finished := 0, 0
 	for at := 1; ; at++ {
 		dir, ws, cp := t.TempDir(), t.TempDir(), t.TempDir()
-		s, err := Open(dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustOpen(t, dir, Options{})
 		writeFiles(t, ws, map[string]string{"a": "alpha\n", "sub/b": "beta\n", "sub/deeper/c": "gamma\n", "same": "untouched\n"})
 		from := mustCheckpoint(t, s, ws)
 		wantBefore := listing(t, ws)
-		if _, err := s.Restore(ctx, cp, from.ID); err != nil {
-			t.Fatal(err)
-		}
+		mustRestore(t, s, cp, from.ID)
 		writeFiles(t, cp, map[string]string{"a": "changed\n", "new/n": "new", "sub/deeper/c": "gamma\ndelta\n"})
 		os.Remove(filepath.Join(cp, "sub/b"))
 		os.Symlink("../a", filepath.Join(cp, "sub/link"))

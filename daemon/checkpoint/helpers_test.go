@@ -153,12 +153,27 @@ func lineSet(s string) map[string]bool {
 // openStore opens a store in a new folder, closed when the test ends.
 func openStore(t testing.TB, opt Options) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir(), opt)
+	s := mustOpen(t, t.TempDir(), opt)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustOpen opens the store at dir; closing it is the caller's.
+func mustOpen(t testing.TB, dir string, opt Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// storeWithFiles opens a store with the default options beside a new workspace holding files.
+func storeWithFiles(t testing.TB, files map[string]string) (*Store, string) {
+	t.Helper()
+	ws := t.TempDir()
+	writeFiles(t, ws, files)
+	return openStore(t, Options{}), ws
 }
 
 // mustCheckpoint takes a checkpoint that must be whole.
@@ -174,18 +189,41 @@ func mustCheckpoint(t testing.TB, s *Store, ws string) Info {
 	return c
 }
 
+// mustRestore restores checkpoint id into ws; the restore must succeed.
+func mustRestore(t testing.TB, s *Store, ws string, id ID) {
+	t.Helper()
+	if _, err := s.Restore(ctx, ws, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // settled checkpoints ws until no file in the checkpoint is within the racy window,
-// so the next checkpoint reads only what changes, and returns that checkpoint. Each
-// try walks the workspace: with no event since, the watcher would return the same one.
+// so the next checkpoint reads only what changes, and returns that checkpoint.
 func settled(t testing.TB, s *Store, ws string) Info {
 	t.Helper()
+	return walkedUntil(t, s, ws, "a checkpoint whose files all changed before the racy window", func(c Info) bool {
+		if c.Partial {
+			t.Fatalf("checkpoint %d is partial: %s", c.ID, c.Problem())
+		}
+		return !hasRacy(t, s, c.root)
+	})
+}
+
+// walkedUntil checkpoints ws until done holds for the checkpoint taken, and returns
+// it; what names the wait. Each try walks the workspace: with no event since, the
+// watcher would return the same checkpoint.
+func walkedUntil(t testing.TB, s *Store, ws, what string, done func(Info) bool) Info {
+	t.Helper()
 	var c Info
-	testutil.Eventually(t, 30e9, "a checkpoint whose files all changed before the racy window", func() bool {
+	testutil.Eventually(t, 30e9, what, func() bool {
 		s.mu.Lock()
 		s.watch.armed = false
 		s.mu.Unlock()
-		c = mustCheckpoint(t, s, ws)
-		return !hasRacy(t, s, c.root)
+		var err error
+		if c, err = s.Checkpoint(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+		return done(c)
 	})
 	return c
 }

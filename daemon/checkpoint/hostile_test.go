@@ -23,9 +23,7 @@ func TestRestoreReplacesASymlinkPlantedWhereAFolderWas(t *testing.T) {
 	want := listing(t, ws)
 	os.RemoveAll(filepath.Join(ws, "sub"))
 	os.Symlink(outside, filepath.Join(ws, "sub"))
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	sameListing(t, "the workspace", listing(t, ws), want)
 	sameListing(t, "the folder the link pointed to", listing(t, outside), wantOutside)
 }
@@ -67,9 +65,7 @@ func TestRestoreNeverWritesThroughASymlinkSwappedInMidway(t *testing.T) {
 				t.Fatal("the swap never happened")
 			}
 			sameListing(t, "the folder the link pointed to", listing(t, outside), wantOutside)
-			if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-				t.Fatal(err)
-			}
+			mustRestore(t, s, ws, c.ID)
 			sameListing(t, "the workspace restored again", listing(t, ws), want)
 		})
 	}
@@ -88,9 +84,7 @@ func TestCheckpointRecordsAFifoWithoutOpeningIt(t *testing.T) {
 		t.Fatalf("notices %+v; want the fifo named, recorded without content", c.Notices)
 	}
 	os.Remove(filepath.Join(ws, "pipe"))
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	sameListing(t, "after restore", listing(t, ws), want)
 }
 
@@ -138,9 +132,7 @@ func TestRestoreEndsASocketsOrDevicesPathAsItsKindOrNothing(t *testing.T) {
 }
 
 func TestCheckpointOfA2GBSparseFileOverBudgetNamesIt(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a": "small"})
+	s, ws := storeWithFiles(t, map[string]string{"a": "small"})
 	c0 := mustCheckpoint(t, s, ws)
 	f, err := os.Create(filepath.Join(ws, "big.img"))
 	if err != nil {
@@ -297,9 +289,7 @@ func TestNamesWithNewlinesAndInvalidUTF8AreKeptAndShownEscaped(t *testing.T) {
 			t.Fatalf("a name's newline started a line of its own:\n%s", text)
 		}
 	}
-	if _, err := s.Restore(ctx, ws, c1.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c1.ID)
 	sameListing(t, "after restore", listing(t, ws), want)
 }
 
@@ -314,9 +304,7 @@ func TestHardLinkToAFileOutsideIsKeptAsACopy(t *testing.T) {
 	s := openStore(t, Options{})
 	c := mustCheckpoint(t, s, ws)
 	os.Remove(filepath.Join(ws, "f"))
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	writeFiles(t, ws, map[string]string{"f": "written in the workspace"})
 	if b, _ := os.ReadFile(filepath.Join(outside, "f")); string(b) != "shared" {
 		t.Fatalf("the outside name reads %q: the restored file is linked to it", b)
@@ -325,9 +313,7 @@ func TestHardLinkToAFileOutsideIsKeptAsACopy(t *testing.T) {
 
 // A file already right is kept (same inode), and a changed mtime is put back.
 func TestRestoreKeepsAFileAlreadyRightAndPutsBackItsTime(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a": "same"})
+	s, ws := storeWithFiles(t, map[string]string{"a": "same"})
 	c := settled(t, s, ws)
 	want := listing(t, ws)
 	p := filepath.Join(ws, "a")
@@ -335,9 +321,7 @@ func TestRestoreKeepsAFileAlreadyRightAndPutsBackItsTime(t *testing.T) {
 	settled(t, s, ws)
 	var before syscall.Stat_t
 	syscall.Lstat(p, &before)
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	var after syscall.Stat_t
 	syscall.Lstat(p, &after)
 	if after.Ino != before.Ino {

@@ -14,9 +14,7 @@ func TestRestorePutsBackOwnersAsRoot(t *testing.T) {
 	if !mayChown {
 		t.Skip("only root may give files back their owners")
 	}
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a.txt": "one\n", "sub/b.txt": "bee\n"})
+	s, ws := storeWithFiles(t, map[string]string{"a.txt": "one\n", "sub/b.txt": "bee\n"})
 	os.Symlink("a.txt", filepath.Join(ws, "sub/link"))
 	for i, p := range []string{"a.txt", "sub", "sub/b.txt", "sub/link"} {
 		if err := os.Lchown(filepath.Join(ws, p), 1200+i, 1300+i); err != nil {
@@ -29,18 +27,14 @@ func TestRestorePutsBackOwnersAsRoot(t *testing.T) {
 	for _, p := range []string{"sub", "sub/b.txt", "sub/link"} {
 		os.Lchown(filepath.Join(ws, p), 0, 0) // given away
 	}
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	sameListing(t, "after restore", listing(t, ws), want)
 }
 
 // A restore puts back the extended attributes files and folders had: a value changed
 // since is set back, a name added since removed, a name removed since set again.
 func TestRestorePutsBackExtendedAttributes(t *testing.T) {
-	ws := t.TempDir()
-	s := openStore(t, Options{})
-	writeFiles(t, ws, map[string]string{"a.txt": "one\n", "sub/b.txt": "bee\n"})
+	s, ws := storeWithFiles(t, map[string]string{"a.txt": "one\n", "sub/b.txt": "bee\n"})
 	set := func(p, name, v string) {
 		if err := unix.Setxattr(filepath.Join(ws, p), name, []byte(v), 0); err != nil {
 			t.Skipf("no user extended attributes here: %v", err)
@@ -55,9 +49,7 @@ func TestRestorePutsBackExtendedAttributes(t *testing.T) {
 	unix.Removexattr(filepath.Join(ws, "sub"), "user.folder")
 	os.WriteFile(filepath.Join(ws, "sub/b.txt"), []byte("rewritten\n"), 0o644)
 	unix.Removexattr(filepath.Join(ws, "sub/b.txt"), "user.gone")
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	for _, x := range []struct{ path, name, want string }{
 		{"a.txt", "user.kept", "1"}, {"a.txt", "user.added", ""}, {"sub", "user.folder", "f"}, {"sub/b.txt", "user.gone", "g"},
 	} {

@@ -8,22 +8,13 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/internal/testutil"
 )
 
 // stampedCheckpoint checkpoints ws, walking it, until every folder the checkpoint does
 // not capture has a stamp (none of it changed within the racy window), and returns it.
 func stampedCheckpoint(t *testing.T, s *Store, ws string) Info {
 	t.Helper()
-	var c Info
-	testutil.Eventually(t, 30e9, "a checkpoint whose uncaptured folders all have a stamp", func() bool {
-		s.mu.Lock()
-		s.watch.armed = false
-		s.mu.Unlock()
-		var err error
-		if c, err = s.Checkpoint(context.Background(), ws); err != nil {
-			t.Fatal(err)
-		}
+	return walkedUntil(t, s, ws, "a checkpoint whose uncaptured folders all have a stamp", func(c Info) bool {
 		tr, err := s.readTree(c.root)
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +23,6 @@ func stampedCheckpoint(t *testing.T, s *Store, ws string) Info {
 			return e.kind == kindDir && e.flags&(flagUncaptured|flagTreeStamp) == flagUncaptured
 		})
 	})
-	return c
 }
 
 // stampedDenied is stepDenied with both ends' uncaptured folders stamped, step changing

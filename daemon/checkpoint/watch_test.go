@@ -120,10 +120,7 @@ func TestSandboxWriteThroughBindMountIsSeenAndStateDirIsHidden(t *testing.T) {
 	os.Chmod(ws, 0o777) // the sandbox's unprivileged uid writes here
 	os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("before\n"), 0o666)
 	os.Chmod(filepath.Join(ws, "kept.txt"), 0o666)
-	s, err := Open(filepath.Join(state, "checkpoints", "a-1"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, filepath.Join(state, "checkpoints", "a-1"), Options{})
 	defer s.Close()
 	first := settled(t, s, ws)
 	c, err := shell.NewExecuteShell(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap})
@@ -186,9 +183,7 @@ func TestRestoreWalksWhatTheWatchCannotSee(t *testing.T) {
 	f.WriteAt([]byte("MINE"), 0)
 	f.Close()
 	os.Remove(filepath.Join(outside, "x"))
-	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustRestore(t, s, ws, c.ID)
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "mine" {
 		t.Fatalf("a.txt reads %q after the restore: the change through the outside name was missed", b)
 	}

@@ -127,19 +127,24 @@ func (f *fakeService) createAgentRoute(ctx context.Context, _ string, req api.Cr
 	return a, nil
 }
 
-func (f *fakeService) agentRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.resolve(ref)
+// onAgent adapts h to a route on the agent ref names: h runs holding f.mu, with the
+// agent resolved.
+func onAgent[In, Out any](f *fakeService, h func(a *api.Agent, in In) (Out, error)) func(context.Context, string, In) (Out, error) {
+	return func(_ context.Context, ref string, in In) (Out, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		a, err := f.resolve(ref)
+		if err != nil {
+			var none Out
+			return none, err
+		}
+		return h(a, in)
+	}
 }
 
-func (f *fakeService) deleteAgentRoute(ctx context.Context, ref string, _ api.None) (api.None, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return api.None{}, err
-	}
+func agentRoute(a *api.Agent, _ api.None) (*api.Agent, error) { return a, nil }
+
+func (f *fakeService) deleteAgentRoute(a *api.Agent, _ api.None) (api.None, error) {
 	delete(f.agents, a.ID)
 	for i, id := range f.order {
 		if id == a.ID {
@@ -150,13 +155,7 @@ func (f *fakeService) deleteAgentRoute(ctx context.Context, ref string, _ api.No
 	return api.None{}, nil
 }
 
-func (f *fakeService) decideRoute(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
-	}
+func decideRoute(a *api.Agent, req api.DecideRequest) (*api.Decision, error) {
 	if req.By == "mallory" {
 		return nil, fmt.Errorf("%s is not an approver: %w", req.By, api.ErrForbidden)
 	}
@@ -169,13 +168,7 @@ func (f *fakeService) decideRoute(ctx context.Context, ref string, req api.Decid
 		Feedback: req.Feedback, By: req.By, Source: req.Source, At: t0}, nil
 }
 
-func (f *fakeService) answerRoute(ctx context.Context, ref string, req api.AnswerRequest) (api.None, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return api.None{}, err
-	}
+func answerRoute(a *api.Agent, req api.AnswerRequest) (api.None, error) {
 	if a.Question == nil {
 		return api.None{}, fmt.Errorf("agent %s asked nothing: %w", a.Name, api.ErrConflict)
 	}
@@ -183,14 +176,8 @@ func (f *fakeService) answerRoute(ctx context.Context, ref string, req api.Answe
 	return api.None{}, nil
 }
 
-func (f *fakeService) taskRunRoute(ctx context.Context, ref string, req api.TaskRequest) (*api.Agent, error) {
+func taskRunRoute(a *api.Agent, req api.TaskRequest) (*api.Agent, error) {
 	task := req.Task
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
-	}
 	if task == "" {
 		return nil, fmt.Errorf("empty task: %w", api.ErrBadRequest)
 	}
@@ -202,32 +189,15 @@ func (f *fakeService) taskRunRoute(ctx context.Context, ref string, req api.Task
 	return a, nil
 }
 
-func (f *fakeService) setState(ref string, s api.AgentState) (*api.Agent, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
+// setState is a route that puts the agent in state s.
+func setState(s api.AgentState) func(*api.Agent, api.None) (*api.Agent, error) {
+	return func(a *api.Agent, _ api.None) (*api.Agent, error) {
+		a.State = s
+		return a, nil
 	}
-	a.State = s
-	return a, nil
 }
 
-func (f *fakeService) pauseRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
-	return f.setState(ref, api.StatePaused)
-}
-
-func (f *fakeService) resumeRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
-	return f.setState(ref, api.StateThinking)
-}
-
-func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
-	}
+func setBudgetRoute(a *api.Agent, req api.BudgetRequest) (*api.Agent, error) {
 	if req.MaxSteps != nil && *req.MaxSteps < 0 {
 		return nil, api.Errorf(api.ErrBadRequest, "max_steps %d: want 0 (no bound) or more", *req.MaxSteps)
 	}
@@ -246,27 +216,11 @@ func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req api.Bu
 	return a, nil
 }
 
-func (f *fakeService) stopRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
-	return f.setState(ref, api.StateIdle)
-}
-
-func (f *fakeService) historyRoute(ctx context.Context, ref string, _ api.None) ([]api.Episode, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
-	}
+func (f *fakeService) historyRoute(a *api.Agent, _ api.None) ([]api.Episode, error) {
 	return f.history[a.ID], nil
 }
 
-func (f *fakeService) proposalsRoute(ctx context.Context, ref string, _ api.None) ([]api.Proposal, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
-	}
+func (f *fakeService) proposalsRoute(a *api.Agent, _ api.None) ([]api.Proposal, error) {
 	return f.proposals[a.ID], nil
 }
 
@@ -344,43 +298,26 @@ func (f *fakeService) reloadRoute(_ context.Context, _ string, _ api.None) (*api
 	return &api.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}, nil
 }
 
-func (f *fakeService) commandsRoute(ctx context.Context, ref string, _ api.None) ([]api.CommandInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, err := f.resolve(ref); err != nil {
-		return nil, err
-	}
+func commandsRoute(*api.Agent, api.None) ([]api.CommandInfo, error) {
 	return []api.CommandInfo{{Name: "finish", Class: "message", Policy: "ask", Provider: "commands"}}, nil
 }
 
-func (f *fakeService) policyRoute(ctx context.Context, ref string, _ api.None) (*api.PolicyView, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, err := f.resolve(ref)
-	if err != nil {
-		return nil, err
-	}
+func policyRoute(a *api.Agent, _ api.None) (*api.PolicyView, error) {
 	return &api.PolicyView{AgentID: a.ID, Permissions: []api.Permission{}}, nil
 }
 
-func (f *fakeService) addPermissionRoute(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
-	v, err := f.policyRoute(ctx, ref, api.None{})
-	if err == nil {
-		v.Permissions = append(v.Permissions, api.Permission{Effect: req.Effect, Pattern: req.Pattern, Source: "stored"})
-	}
+func addPermissionRoute(a *api.Agent, req api.PermissionRequest) (*api.PolicyView, error) {
+	v, err := policyRoute(a, api.None{})
+	v.Permissions = append(v.Permissions, api.Permission{Effect: req.Effect, Pattern: req.Pattern, Source: "stored"})
 	return v, err
 }
 
-func (f *fakeService) removePermissionRoute(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
-	return f.policyRoute(ctx, ref, api.None{})
+func removePermissionRoute(a *api.Agent, _ api.PermissionRequest) (*api.PolicyView, error) {
+	return policyRoute(a, api.None{})
 }
 
-func (f *fakeService) testPolicyRoute(ctx context.Context, ref string, req api.PolicyTestRequest) (*api.PolicyTest, error) {
-	v, err := f.policyRoute(ctx, ref, api.None{})
-	if err != nil {
-		return nil, err
-	}
-	return &api.PolicyTest{AgentID: v.AgentID, Command: req.Command, Args: req.Args, Subject: req.Subject,
+func testPolicyRoute(a *api.Agent, req api.PolicyTestRequest) (*api.PolicyTest, error) {
+	return &api.PolicyTest{AgentID: a.ID, Command: req.Command, Args: req.Args, Subject: req.Subject,
 		Effect: "ask", Reason: "asking: no allow pattern matches"}, nil
 }
 
@@ -478,25 +415,27 @@ func (f *fakeService) handleAll() {
 	apitest.Handle(fk, api.StatusRoute, f.statusRoute)
 	apitest.HandleList(fk, api.AgentsRoute, f.agentsRoute)
 	apitest.Handle(fk, api.CreateAgentRoute, f.createAgentRoute)
-	apitest.Handle(fk, api.AgentRoute, f.agentRoute)
-	apitest.Handle(fk, api.DeleteAgentRoute, f.deleteAgentRoute)
-	apitest.Handle(fk, api.DecideRoute, f.decideRoute)
-	apitest.Handle(fk, api.AnswerRoute, f.answerRoute)
-	apitest.Handle(fk, api.TaskRoute, f.taskRunRoute)
-	apitest.Handle(fk, api.PauseRoute, f.pauseRoute)
-	apitest.Handle(fk, api.ResumeRoute, f.resumeRoute)
-	apitest.Handle(fk, api.BudgetRoute, f.setBudgetRoute)
-	apitest.Handle(fk, api.StopRoute, f.stopRoute)
-	apitest.Handle(fk, api.HistoryRoute, f.historyRoute)
-	apitest.Handle(fk, api.ProposalsRoute, f.proposalsRoute)
+	apitest.Handle(fk, api.AgentRoute, onAgent(f, agentRoute))
+	apitest.Handle(fk, api.DeleteAgentRoute, onAgent(f, f.deleteAgentRoute))
+	apitest.Handle(fk, api.DecideRoute, onAgent(f, decideRoute))
+	apitest.Handle(fk, api.AnswerRoute, onAgent(f, answerRoute))
+	apitest.Handle(fk, api.TaskRoute, onAgent(f, taskRunRoute))
+	apitest.Handle(fk, api.PauseRoute, onAgent(f, setState(api.StatePaused)))
+	apitest.Handle(fk, api.ResumeRoute, onAgent(f, setState(api.StateThinking)))
+	apitest.Handle(fk, api.BudgetRoute, onAgent(f, setBudgetRoute))
+	apitest.Handle(fk, api.StopRoute, onAgent(f, setState(api.StateIdle)))
+	apitest.Handle(fk, api.HistoryRoute, onAgent(f, f.historyRoute))
+	apitest.Handle(fk, api.ProposalsRoute, onAgent(f, f.proposalsRoute))
+	apitest.Handle(fk, api.PolicyRoute, onAgent(f, policyRoute))
+	apitest.Handle(fk, api.AddPermissionRoute, onAgent(f, addPermissionRoute))
+	apitest.Handle(fk, api.RemovePermissionRoute, onAgent(f, removePermissionRoute))
+	apitest.Handle(fk, api.TestPolicyRoute, onAgent(f, testPolicyRoute))
+	apitest.Handle(fk, api.CommandsRoute, onAgent(f, commandsRoute))
+	apitest.Handle(fk, api.AgentCommandsRoute, onAgent(f, commandsRoute))
 	apitest.Handle(fk, api.AuditRoute, f.auditRoute)
 	apitest.Handle(fk, api.ReplayRoute, f.replayRoute)
 	apitest.Handle(fk, api.DoctorRoute, f.doctorRoute)
 	apitest.Handle(fk, api.ReloadRoute, f.reloadRoute)
-	apitest.Handle(fk, api.PolicyRoute, f.policyRoute)
-	apitest.Handle(fk, api.AddPermissionRoute, f.addPermissionRoute)
-	apitest.Handle(fk, api.RemovePermissionRoute, f.removePermissionRoute)
-	apitest.Handle(fk, api.TestPolicyRoute, f.testPolicyRoute)
 	apitest.Handle(fk, api.MemoriesRoute, f.memoriesRoute)
 	apitest.Handle(fk, api.AddMemoryRoute, f.addMemoryRoute)
 	apitest.Handle(fk, api.SearchMemoryRoute, f.searchMemoryRoute)
@@ -518,8 +457,6 @@ func (f *fakeService) handleAll() {
 	apitest.Handle(fk, api.TeamRoute, f.teamRoute)
 	apitest.Handle(fk, api.StopTeamRoute, f.stopTeamRoute)
 	apitest.Handle(fk, api.PlanTeamRoute, f.planTeamRoute)
-	apitest.Handle(fk, api.CommandsRoute, f.commandsRoute)
-	apitest.Handle(fk, api.AgentCommandsRoute, f.commandsRoute)
 	apitest.HandleStream(fk, api.EventsRoute, f.Subscribe)
 	apitest.HandleStream(fk, api.AgentEventsRoute, f.Subscribe)
 	apitest.HandleStream(fk, api.TeamEventsRoute, f.SubscribeTeam)

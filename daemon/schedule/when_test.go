@@ -83,6 +83,17 @@ func (h *harness) watcher(name string) string {
 	return a.Workspace
 }
 
+// newWatching is a harness at 12:00 with wake checks on, a model that finishes at once
+// and the agent "watcher"; it returns the chat the schedules post to and the agent's
+// workspace.
+func newWatching(t testing.TB) (*harness, *recordingChat, string) {
+	t.Helper()
+	h := newHarness(t, at(12, 0))
+	chat := h.withWake(nil)
+	h.finishAtOnce()
+	return h, chat, h.watcher("watcher")
+}
+
 func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -100,11 +111,8 @@ func (h *harness) chatCalls() int { return len(h.fake.Requests()) }
 // no model and posts nothing to its chat; a change wakes it, and the run's first prompt
 // says what changed; a restart keeps what the last run saw.
 func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
-	h := newHarness(t, at(12, 0))
-	chat := h.withWake(nil)
-	h.finishAtOnce()
+	h, chat, ws := newWatching(t)
 	ctx := context.Background()
-	ws := h.watcher("watcher")
 	s := h.add(api.ScheduleRequest{Name: "notes", Spec: "* * * * *", Agent: "watcher", Goal: "summarize the notes", Autonomy: api.Autonomy{Mode: "auto", Steps: 1},
 		Delivery: "slack:C1", When: &api.WakeConditions{Changed: []string{"notes"}}})
 	if s.When == nil || len(s.When.Changed) != 1 || s.When.OnFailure != "skip" || s.When.FailAfter != 3 {
@@ -193,11 +201,8 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 // A check that keeps failing (its folder swapped for a link out of the workspace) is recorded as check_failed each time, and the
 // fail_after-th in a row is surfaced: in schedule show, doctor and, once, the schedule's chat.
 func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
-	h := newHarness(t, at(12, 0))
-	chat := h.withWake(nil)
-	h.finishAtOnce()
+	h, chat, ws := newWatching(t)
 	ctx := context.Background()
-	ws := h.watcher("watcher")
 	h.add(api.ScheduleRequest{Name: "notes", Spec: "* * * * *", Agent: "watcher", Goal: "summarize",
 		Delivery: "slack:C1", When: &api.WakeConditions{Changed: []string{"notes"}, FailAfter: 2}})
 	// A link leading out swapped in for the folder: each check resolves the path anew
@@ -342,10 +347,7 @@ func sandboxShell(t testing.TB) shell.Checker { return shelltest.Sandboxed(t) }
 // A missed firing's catch-up (missed run_once) is checked like any firing: after a
 // restart with nothing changed it records nothing_to_do, not a run.
 func TestCatchUpFiringIsChecked(t *testing.T) {
-	h := newHarness(t, at(12, 0))
-	h.withWake(nil)
-	h.finishAtOnce()
-	h.watcher("watcher")
+	h, _, _ := newWatching(t)
 	h.add(api.ScheduleRequest{Name: "notes", Spec: "0 * * * *", Agent: "watcher", Goal: "summarize", Missed: "run_once",
 		Autonomy: api.Autonomy{Mode: "auto", Steps: 1}, When: &api.WakeConditions{Changed: []string{"notes"}}})
 	h.clock.Set(at(13, 0))

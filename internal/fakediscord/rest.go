@@ -73,25 +73,40 @@ type route struct {
 	method  string
 	pattern []string // "{}" segments capture a parameter
 	noAuth  bool     // interaction callbacks and webhooks authenticate by token in the path
-	handle  func(s *Server, q *request) (int, any, *restError)
+	handle  handler
+}
+
+// handler answers a route; it runs holding s.mu.
+type handler func(s *Server, q *request) (int, any, *restError)
+
+// withFields decodes the body as a JSON object before h runs: Discord refuses any other
+// body with 50035 before it looks at the path's IDs.
+func withFields(h func(*Server, *request, fields) (int, any, *restError)) handler {
+	return func(s *Server, q *request) (int, any, *restError) {
+		f, rerr := decodeFields(q.body)
+		if rerr != nil {
+			return 0, nil, rerr
+		}
+		return h(s, q, f)
+	}
 }
 
 var routes []route
 
 func init() {
-	add := func(method, pattern string, noAuth bool, h func(*Server, *request) (int, any, *restError)) {
+	add := func(method, pattern string, noAuth bool, h handler) {
 		routes = append(routes, route{method, strings.Split(pattern, "/"), noAuth, h})
 	}
 	add("GET", "gateway", true, (*Server).getGateway)
 	add("GET", "gateway/bot", false, (*Server).getGatewayBot)
 	add("GET", "users/@me", false, (*Server).getMe)
 	add("GET", "channels/{}", false, (*Server).getChannel)
-	add("PATCH", "channels/{}", false, (*Server).modifyChannel)
-	add("POST", "channels/{}/messages", false, (*Server).createMessage)
+	add("PATCH", "channels/{}", false, withFields((*Server).modifyChannel))
+	add("POST", "channels/{}/messages", false, withFields((*Server).createMessage))
 	add("GET", "channels/{}/messages/{}", false, (*Server).getMessage)
-	add("PATCH", "channels/{}/messages/{}", false, (*Server).editMessage)
-	add("POST", "channels/{}/messages/{}/threads", false, (*Server).startThreadFromMessage)
-	add("POST", "channels/{}/threads", false, (*Server).startThread)
+	add("PATCH", "channels/{}/messages/{}", false, withFields((*Server).editMessage))
+	add("POST", "channels/{}/messages/{}/threads", false, withFields((*Server).startThreadFromMessage))
+	add("POST", "channels/{}/threads", false, withFields((*Server).startThread))
 	add("GET", "guilds/{}/members/{}", false, (*Server).getMember)
 	add("GET", "guilds/{}/roles", false, (*Server).getRoles)
 	add("GET", "applications/{}/commands", false, (*Server).getCommands)
@@ -99,9 +114,9 @@ func init() {
 	add("GET", "applications/{}/guilds/{}/commands", false, (*Server).getCommands)
 	add("PUT", "applications/{}/guilds/{}/commands", false, (*Server).putCommands)
 	add("POST", "interactions/{}/{}/callback", true, (*Server).interactionCallback)
-	add("POST", "webhooks/{}/{}", true, (*Server).followup)
+	add("POST", "webhooks/{}/{}", true, withFields((*Server).followup))
 	add("GET", "webhooks/{}/{}/messages/{}", true, (*Server).getWebhookMessage)
-	add("PATCH", "webhooks/{}/{}/messages/{}", true, (*Server).editWebhookMessage)
+	add("PATCH", "webhooks/{}/{}/messages/{}", true, withFields((*Server).editWebhookMessage))
 	add("DELETE", "webhooks/{}/{}/messages/{}", true, (*Server).deleteWebhookMessage)
 }
 
@@ -154,10 +169,12 @@ func (s *Server) dispatchREST(r *http.Request, call *Call, q *request) (int, any
 		if !rt.noAuth && r.Header.Get("Authorization") != "Bot "+s.cfg.Token {
 			return 0, nil, &restError{http.StatusUnauthorized, apiError{Message: "401: Unauthorized", Code: CodeGeneral}}
 		}
-		if rl, ok := s.takeRateLimit(*call); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rl, ok := s.takeRateLimitLocked(*call); ok {
 			return 0, nil, rl
 		}
-		if f, ok := s.failure(*call); ok {
+		if f, ok := s.failureLocked(*call); ok {
 			return 0, nil, f
 		}
 		q.params = params
@@ -185,10 +202,8 @@ func matchRoute(pattern, segs []string) ([]string, bool) {
 	return params, true
 }
 
-// takeRateLimit answers a call with 429 when a RateLimitNext rule matches it (once).
-func (s *Server) takeRateLimit(c Call) (*restError, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// takeRateLimitLocked answers a call with 429 when a RateLimitNext rule matches it (once).
+func (s *Server) takeRateLimitLocked(c Call) (*restError, bool) {
 	for i, rl := range s.rateLimits {
 		if rl.match(c) {
 			s.rateLimits = append(s.rateLimits[:i], s.rateLimits[i+1:]...)
@@ -201,10 +216,8 @@ func (s *Server) takeRateLimit(c Call) (*restError, bool) {
 	return nil, false
 }
 
-// failure answers a call with an outage's status while a FailWith rule matches it.
-func (s *Server) failure(c Call) (*restError, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// failureLocked answers a call with an outage's status while a FailWith rule matches it.
+func (s *Server) failureLocked(c Call) (*restError, bool) {
 	for _, f := range s.outages {
 		if f.match(c) {
 			return &restError{f.status, apiError{Message: http.StatusText(f.status), Code: CodeGeneral}}, true

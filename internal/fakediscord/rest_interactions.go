@@ -52,8 +52,6 @@ func (s *Server) interactionCallback(q *request) (int, any, *restError) {
 	if rerr != nil {
 		return 0, nil, rerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.interactions[q.params[0]]
 	if st == nil || st.in.Token != q.params[1] {
 		return 0, nil, errUnknownInteraction()
@@ -168,13 +166,7 @@ func (s *Server) webhookInteraction(appID, token string) (*interactionState, *re
 	return st, nil
 }
 
-func (s *Server) followup(q *request) (int, any, *restError) {
-	data, rerr := decodeFields(q.body)
-	if rerr != nil {
-		return 0, nil, rerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) followup(q *request, data fields) (int, any, *restError) {
 	st, rerr := s.webhookInteraction(q.params[0], q.params[1])
 	if rerr != nil {
 		return 0, nil, rerr
@@ -211,8 +203,6 @@ func (s *Server) webhookTarget(q *request) (*Message, *interactionState, *restEr
 }
 
 func (s *Server) getWebhookMessage(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	m, _, rerr := s.webhookTarget(q)
 	if rerr != nil {
 		return 0, nil, rerr
@@ -220,13 +210,7 @@ func (s *Server) getWebhookMessage(q *request) (int, any, *restError) {
 	return http.StatusOK, m, nil
 }
 
-func (s *Server) editWebhookMessage(q *request) (int, any, *restError) {
-	data, rerr := decodeFields(q.body)
-	if rerr != nil {
-		return 0, nil, rerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) editWebhookMessage(q *request, data fields) (int, any, *restError) {
 	m, _, rerr := s.webhookTarget(q)
 	if rerr != nil {
 		return 0, nil, rerr
@@ -245,8 +229,6 @@ func (s *Server) editWebhookMessage(q *request) (int, any, *restError) {
 }
 
 func (s *Server) deleteWebhookMessage(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	m, _, rerr := s.webhookTarget(q)
 	if rerr != nil {
 		return 0, nil, rerr
@@ -286,8 +268,6 @@ func (s *Server) commandScope(q *request) (string, *restError) {
 }
 
 func (s *Server) getCommands(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	guildID, rerr := s.commandScope(q)
 	if rerr != nil {
 		return 0, nil, rerr
@@ -300,8 +280,6 @@ func (s *Server) putCommands(q *request) (int, any, *restError) {
 	if err := json.Unmarshal(q.body, &raws); err != nil {
 		return 0, nil, errBadRequest(CodeInvalidFormBody, "Invalid Form Body: expected an array of commands")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	guildID, rerr := s.commandScope(q)
 	if rerr != nil {
 		return 0, nil, rerr

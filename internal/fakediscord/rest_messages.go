@@ -44,8 +44,6 @@ func (s *Server) storeMessageLocked(m *Message) {
 }
 
 func (s *Server) getChannel(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	ch, rerr := s.channelLocked(q.params[0])
 	if rerr != nil {
 		return 0, nil, rerr
@@ -53,13 +51,7 @@ func (s *Server) getChannel(q *request) (int, any, *restError) {
 	return 200, ch, nil
 }
 
-func (s *Server) createMessage(q *request) (int, any, *restError) {
-	f, rerr := decodeFields(q.body)
-	if rerr != nil {
-		return 0, nil, rerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) createMessage(q *request, f fields) (int, any, *restError) {
 	ch, rerr := s.channelLocked(q.params[0])
 	if rerr != nil {
 		return 0, nil, rerr
@@ -80,8 +72,6 @@ func (s *Server) createMessage(q *request) (int, any, *restError) {
 }
 
 func (s *Server) getMessage(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	m, err := s.messageIn(q.params[0], q.params[1])
 	if err != nil {
 		return 0, nil, err
@@ -108,13 +98,7 @@ func (s *Server) messageIn(channelID, messageID string) (*Message, *restError) {
 	return m, nil
 }
 
-func (s *Server) editMessage(q *request) (int, any, *restError) {
-	f, rerr := decodeFields(q.body)
-	if rerr != nil {
-		return 0, nil, rerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Server) editMessage(q *request, f fields) (int, any, *restError) {
 	m, rerr := s.messageIn(q.params[0], q.params[1])
 	if rerr != nil {
 		return 0, nil, rerr
@@ -158,12 +142,8 @@ type threadStart struct {
 	Invitable           bool   `json:"invitable"`
 }
 
-func (s *Server) decodeThreadStart(q *request) (threadStart, *restError) {
+func decodeThreadStart(f fields) (threadStart, *restError) {
 	var ts threadStart
-	f, rerr := decodeFields(q.body)
-	if rerr != nil {
-		return ts, rerr
-	}
 	fe := formErrors{}
 	f.get("name", &ts.Name, fe)
 	f.get("auto_archive_duration", &ts.AutoArchiveDuration, fe)
@@ -203,13 +183,11 @@ func threadableParent(ch *Channel) *restError {
 	return nil
 }
 
-func (s *Server) startThreadFromMessage(q *request) (int, any, *restError) {
-	ts, rerr := s.decodeThreadStart(q)
+func (s *Server) startThreadFromMessage(q *request, f fields) (int, any, *restError) {
+	ts, rerr := decodeThreadStart(f)
 	if rerr != nil {
 		return 0, nil, rerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	m, rerr := s.messageIn(q.params[0], q.params[1])
 	if rerr != nil {
 		return 0, nil, rerr
@@ -228,13 +206,11 @@ func (s *Server) startThreadFromMessage(q *request) (int, any, *restError) {
 	return http.StatusCreated, th, nil
 }
 
-func (s *Server) startThread(q *request) (int, any, *restError) {
-	ts, rerr := s.decodeThreadStart(q)
+func (s *Server) startThread(q *request, f fields) (int, any, *restError) {
+	ts, rerr := decodeThreadStart(f)
 	if rerr != nil {
 		return 0, nil, rerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	parent, rerr := s.channelLocked(q.params[0])
 	if rerr != nil {
 		return 0, nil, rerr
@@ -254,8 +230,6 @@ func (s *Server) startThread(q *request) (int, any, *restError) {
 }
 
 func (s *Server) getMember(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.guilds[q.params[0]] == nil {
 		return 0, nil, errNotFound(CodeUnknownGuild, "Guild")
 	}
@@ -267,8 +241,6 @@ func (s *Server) getMember(q *request) (int, any, *restError) {
 }
 
 func (s *Server) getRoles(q *request) (int, any, *restError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	g := s.guilds[q.params[0]]
 	if g == nil {
 		return 0, nil, errNotFound(CodeUnknownGuild, "Guild")

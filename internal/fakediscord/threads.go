@@ -154,11 +154,7 @@ func (s *Server) canPostLocked(id string) *restError {
 
 // modifyChannel is PATCH /channels/{id}, for threads: archived, locked, name and
 // auto_archive_duration.
-func (s *Server) modifyChannel(q *request) (int, any, *restError) {
-	f, rerr := decodeFields(q.body)
-	if rerr != nil {
-		return 0, nil, rerr
-	}
+func (s *Server) modifyChannel(q *request, f fields) (int, any, *restError) {
 	fe := formErrors{}
 	var archived, locked *bool
 	var name *string
@@ -173,8 +169,6 @@ func (s *Server) modifyChannel(q *request) (int, any, *restError) {
 	if err := fe.err(); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	th, rerr := s.channelLocked(q.params[0])
 	if rerr != nil {
 		return 0, nil, rerr
