@@ -19,7 +19,7 @@ func TestRunAheadWritingAFileItDeletedIsStoppedAtItsRoom(t *testing.T) {
 		f := newFixture(t, shell.Options{})
 		f.room = 16 << 20
 		eff, out := f.run(t, `exec 3>h; rm h; i=0; while [ $i -lt 20 ]; do head -c 8388608 /dev/zero >&3 || exit 1; sync; sleep 0.1; i=$((i+1)); done; echo WROTE-ALL-160MiB`)
-		// As root the quota's ENOSPC may end the run before the watch looks: its writes fail.
+		// Under the quota its ENOSPC may end the run before the watch looks: its writes fail.
 		stopped := mayMount || strings.Contains(eff.None, "wrote past")
 		if strings.Contains(eff.Output+out, "WROTE-ALL-160MiB") || !stopped {
 			t.Fatalf("a run ahead wrote 160 MiB into a file it deleted, past its 16 MiB room: preview %q, output %q", eff.None, eff.Output+out)
@@ -37,7 +37,7 @@ func TestRunAheadThatMakesItselfUnreadableWhileHoldingADeletedFileIsStopped(t *t
 		f := newFixture(t, shell.Options{})
 		f.room = 16 << 20
 		eff, out := f.run(t, `python3 -c 'import os,time,ctypes; ctypes.CDLL(None).prctl(4,0,0,0,0); fd=os.open("h",os.O_CREAT|os.O_WRONLY,0o600); os.unlink("h"); os.posix_fallocate(fd,0,160<<20); time.sleep(3); print("HELD-160MiB")'`)
-		// As root the quota refuses the 160 MiB: the program fails before it prints.
+		// The quota refuses the 160 MiB: the program fails before it prints.
 		stopped := mayMount || eff.None != ""
 		if strings.Contains(eff.Output+out, "HELD-160MiB") || !stopped {
 			t.Fatalf("a run ahead that made itself unreadable held 160 MiB in a file it deleted, past its 16 MiB room: preview %q, output %q", eff.None, eff.Output+out)

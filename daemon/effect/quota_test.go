@@ -14,7 +14,8 @@ import (
 )
 
 // quotaMounted is b with its quota of size bytes mounted, skipping where the daemon may
-// not mount one (not root): there the watch alone bounds a run ahead.
+// not mount one (no user namespaces for a daemon that is not root): there the watch
+// alone bounds a run ahead.
 func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
 	t.Helper()
 	view := filepath.Join(f.dir, "a-1", "view")
