@@ -97,6 +97,10 @@ type Effect struct {
 	// a person approves it): its change is applied only under an approval that runs the
 	// command in this same profile, else the command runs itself.
 	Profile string `json:"profile,omitempty"`
+	// Notice says why the run ahead was on a copy of the workspace, not on an overlay
+	// over it (slower, and its disk bounded by a watch alone): the daemon could not mount
+	// one here. A daemon's first such preview says it; the later ones do not repeat it.
+	Notice string `json:"notice,omitempty"`
 }
 
 // Ref is what a decision names of p as it was shown (DecideRequest.Hash, or a prefix of
@@ -224,6 +228,9 @@ func (e *Effect) render() []string {
 		how = "in the " + display.Escape(e.Profile, display.Line) + " profile a pattern runs it in; a person's approval runs it again in theirs"
 	}
 	lines := []string{"Effect (run ahead on a copy, network off; " + how + "): " + display.Escape(e.Summary, display.Line)}
+	if e.Notice != "" {
+		lines = append(lines, "Notice: "+display.Escape(e.Notice, display.Line))
+	}
 	out, cut := HeadLines(strings.TrimSuffix(e.Output, "\n"), effectOutputLines)
 	if out == "" {
 		return append(lines, "Output: (none)")

@@ -94,14 +94,19 @@ func openWorkspace(ws string) (*os.Root, string, error) {
 }
 
 // openNoFollow opens the folder abs with O_PATH, walking it one name at a time from / and
-// following no symlink on the way. Errors say which name is the problem.
+// following no symlink on the way. Errors say which name is the problem. A path under
+// /proc/PID/root starts its walk at that process's root (ViewNamespace): the one link
+// it follows, which names another mount namespace's /, not a folder anyone may swap.
 func openNoFollow(abs string) (int, error) {
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	done := "/"
+	if pid := ViewNamespace(abs); pid != "" {
+		done = "/proc/" + pid + "/root"
+	}
+	fd, err := unix.Open(done, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("workspace: %w", err)
 	}
-	done := "/"
-	for _, name := range strings.Split(strings.TrimPrefix(abs, "/"), "/") {
+	for _, name := range strings.Split(strings.TrimPrefix(abs, done), "/") {
 		if name == "" {
 			continue
 		}
@@ -155,4 +160,21 @@ func statOf(fi os.FileInfo) (*syscall.Stat_t, bool) {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return st, ok
+}
+
+// ViewNamespace returns PID when ws is named under /proc/PID/root: a folder as the mount
+// namespace of process PID shows it, as an effect preview's overlay that a daemon that
+// is not root mounts in a user namespace of its own. A sandbox that binds such a folder
+// runs in PID's user and mount namespaces, where that is what the path holds. "" for
+// every other path.
+func ViewNamespace(ws string) string {
+	rest, ok := strings.CutPrefix(ws, "/proc/")
+	if !ok {
+		return ""
+	}
+	pid, rest, _ := strings.Cut(rest, "/")
+	if pid == "" || strings.Trim(pid, "0123456789") != "" || (rest != "root" && !strings.HasPrefix(rest, "root/")) {
+		return ""
+	}
+	return pid
 }

@@ -27,10 +27,11 @@ import (
 // Either way prlimit then sets the resource limits inside the namespaces, and only then
 // is the model's program started.
 
-// fixed helpers the sandbox needs besides bwrap; both are util-linux, Essential on Debian.
+// fixed helpers the sandbox needs besides bwrap; all are util-linux, Essential on Debian.
 const (
 	setprivPath = "/usr/bin/setpriv"
 	prlimitPath = "/usr/bin/prlimit"
+	nsenterPath = "/usr/bin/nsenter"
 )
 
 // sandbox is how a program is confined: under bwrap, or not at all when bwrap is "".

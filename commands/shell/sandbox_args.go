@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentd/agentd/commands"
 )
 
 // view is what one run's programs see of the workspace: the binds prepare found, the
@@ -42,6 +44,12 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 		return argv
 	}
 	a := append([]string{s.bwrap}, s.bwrapArgs(workspace, v)...)
+	if pid := commands.ViewNamespace(workspace); pid != "" {
+		// The workspace is what another mount namespace shows at its path, and bwrap binds it
+		// by the path its descriptor reads as there: bwrap runs in that namespace, and in the
+		// user namespace that owns it, keeping agentd's uid (mapped to itself there).
+		a = append([]string{nsenterPath, "--target=" + pid, "--user", "--mount", "--preserve-credentials", "--"}, a...)
+	}
 	if s.asRoot {
 		a = append(a, setprivPath,
 			"--reuid="+strconv.Itoa(s.o.UID), "--regid="+strconv.Itoa(s.o.GID), "--clear-groups",

@@ -29,7 +29,9 @@ func (o *Overlay) checkpoint(ctx context.Context, s *Store, merged string) (Info
 	}
 	up, err := unix.Open(o.Upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return Info{}, fmt.Errorf("checkpoint of %s: its upper layer: %w", merged, err)
+		// A command that took its root's modes away shuts a daemon that is not root out of
+		// the upper layer, which it cannot lend modes to as the walk does: read it whole.
+		return s.checkpoint(ctx, merged, 0, false)
 	}
 	ov := &overlay{frames: []int{up}, buf: make([]byte, 32<<10)}
 	defer ov.close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type diskBound struct {
 	over        string // why the run ahead was stopped, or ""
 	grew        int64  // what the copy's file system grew by during the run, as statfs saw it
 	q           *quota // the kernel's bound on the run's writes, when the daemon may mount one
+	noQuota     string // why there is none, and the run ahead is on a copy
 }
 
 // bound is the bound of agentID's next preview, in the copy at view. It first drops a
@@ -55,7 +57,7 @@ func (b *diskBound) place(ctx context.Context, s *checkpoint.Store, from checkpo
 	}
 	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
 	if took <= b.room {
-		b.mountQuota(ws, b.room-took)
+		b.noQuota = b.mountQuota(ws, b.room-took)
 	}
 	if b.q == nil && took <= b.room {
 		if _, err := s.Restore(ctx, b.view, from.ID); err != nil {
@@ -168,70 +170,110 @@ func (b *diskBound) putBack() error {
 	return nil
 }
 
-// quota bounds what a run ahead writes with the kernel, where the daemon may mount (as
-// root): the workspace becomes the lower layer of an overlay mounted on the copy's
-// folder, whose upper layer, where every write and every copy-up of a changed file goes,
-// is a tmpfs of the room the run has left (size, and an inode per MinEntryBytes, as
-// DiskUsage counts). A write past it fails (ENOSPC) however fast it comes; the watch
-// stays as a second wall and the run is called over once the tmpfs is full. The lower
-// layer is never written, so unmounting drops what the run wrote. The tmpfs is memory while the run lasts, at
-// most the room. A daemon that may not mount (not root) has the watch alone.
+// quota bounds what a run ahead writes with the kernel: the workspace becomes the lower
+// layer of an overlay mounted on the copy's folder, whose upper layer, where every write
+// and every copy-up of a changed file goes, is a tmpfs of the room the run has left
+// (size, and an inode per MinEntryBytes, as DiskUsage counts). A write past it fails
+// (ENOSPC) however fast it comes; the watch stays as a second wall and the run is called
+// over once the tmpfs is full. The lower layer is never written, so unmounting drops
+// what the run wrote. The tmpfs is memory while the run lasts, at most the room.
+//
+// As root both are mounted in the daemon's own mount namespace. A daemon that is not
+// root mounts them in a user and mount namespace of its own, which a holder process
+// (holdOverlay) keeps while the preview lasts: the daemon reaches them at
+// /proc/<holder>/root, the sandbox runs the command in that namespace (ViewNamespace),
+// and no other process sees them. The holder's end drops them, even when the daemon dies.
 type quota struct {
-	view, dir string // the copy (the overlay's mount point and lower layer); the tmpfs
+	view, dir string    // the copy (the overlay's mount point); the tmpfs
+	at        string    // "/proc/<holder>/root" in a namespace of its own, else ""
+	holder    *exec.Cmd // that namespace's holder
 }
 
 // mountQuota mounts b's quota of size bytes over lower, the folder whose content the
 // run sees: the workspace itself, as no write reaches a lower layer (a change made to
 // it meanwhile, by a helper, makes the preview stale, as any change since). It leaves b
-// without one when the daemon may not mount, the workspace is not the folder the one
-// resolver opens, or the quota's own paths cannot be said in overlay's options (the
-// workspace is named by its descriptor there).
-func (b *diskBound) mountQuota(lower string, size int64) {
+// without one, and says why, when it may not mount (mayMount), the workspace is not the
+// folder the one resolver opens, the quota's own paths cannot be said in overlay's
+// options (the workspace is named by its descriptor there), or the kernel refuses.
+func (b *diskBound) mountQuota(lower string, size int64) (why string) {
 	dir := b.quotaDir
-	q := &quota{view: b.view, dir: dir}
-	if !mayMount || strings.ContainsAny(b.view+dir, ",:\\") {
-		return
+	if !mayMount {
+		return "previews may not mount here"
+	}
+	if strings.ContainsAny(b.view+dir, ",:\\") {
+		return "the preview's folders have a name overlay's options cannot say"
 	}
 	size = max(size, commands.MinEntryBytes)
 	// The lower layer is the folder the one resolver opened, named by its descriptor: a
 	// link swapped onto the workspace's path cannot feed the preview another tree.
 	ld, err := commands.OpenWorkspaceDir(lower)
 	if err != nil {
-		return
+		return err.Error()
 	}
 	defer ld.Close()
-	lower = "/proc/self/fd/" + strconv.Itoa(int(ld.Fd()))
-	var root unix.Stat_t
-	if os.MkdirAll(dir, 0o700) != nil || unix.Fstat(int(ld.Fd()), &root) != nil ||
-		unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, size/commands.MinEntryBytes+2)) != nil {
-		return
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err.Error()
 	}
-	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
-	// The overlay's root is its upper layer's: the workspace's root as it is.
-	err = errors.Join(os.Mkdir(upper, 0o700), os.Mkdir(work, 0o700), os.Lchown(upper, int(root.Uid), int(root.Gid)),
-		os.Chmod(upper, os.FileMode(root.Mode&0o7777)), unix.UtimesNano(upper, []unix.Timespec{root.Atim, root.Mtim}))
-	if err == nil {
-		err = unix.Mount("overlay", b.view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+lower+",upperdir="+upper+",workdir="+work)
-	}
-	if err == nil {
-		err = errors.Join(os.Mkdir(q.merged(), 0o700), unix.Mount(b.view, q.merged(), "", unix.MS_BIND, ""))
+	q := &quota{view: b.view, dir: dir}
+	if os.Geteuid() == 0 {
+		err = mountLayers(int(ld.Fd()), b.view, dir, size, "")
+		if err == nil {
+			err = errors.Join(os.Mkdir(q.merged(), 0o700), unix.Mount(b.view, q.merged(), "", unix.MS_BIND, ""))
+		}
+	} else {
+		q.holder, err = holdInNamespace(ld, lower, b.view, dir, size)
+		if err == nil {
+			q.at = "/proc/" + strconv.Itoa(q.holder.Process.Pid) + "/root"
+		}
 	}
 	if err != nil {
 		q.unmount()
-		return
+		return err.Error()
 	}
-	b.q = q
+	b.q, b.view = q, q.at+b.view
+	return ""
 }
 
-// mayMount says whether the daemon may mount a quota: it runs as root. A benchmark
-// turns it off to measure the copy a daemon that may not mount makes instead.
-var mayMount = os.Geteuid() == 0
+// mountLayers mounts a tmpfs of size bytes on dir and, on view, the overlay whose lower
+// layer is the folder open at descriptor lower and whose upper layer is in that tmpfs.
+// opts are more of overlay's options.
+func mountLayers(lower int, view, dir string, size int64, opts string) error {
+	var root unix.Stat_t
+	if err := unix.Fstat(lower, &root); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, size/commands.MinEntryBytes+2)); err != nil {
+		return fmt.Errorf("its tmpfs: %w", err)
+	}
+	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	// The overlay's root is its upper layer's: the workspace's root as it is.
+	if err := errors.Join(os.Mkdir(upper, 0o700), os.Mkdir(work, 0o700), os.Lchown(upper, int(root.Uid), int(root.Gid)),
+		os.Chmod(upper, os.FileMode(root.Mode&0o7777)), unix.UtimesNano(upper, []unix.Timespec{root.Atim, root.Mtim})); err != nil {
+		return err
+	}
+	lowerdir := "/proc/self/fd/" + strconv.Itoa(lower)
+	if err := unix.Mount("overlay", view, "overlay", unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+lowerdir+",upperdir="+upper+",workdir="+work+opts); err != nil {
+		return fmt.Errorf("its overlay: %w", err)
+	}
+	return nil
+}
+
+// mayMount says whether a preview may mount its quota: as root in the daemon's own mount
+// namespace, else in a namespace of its own. A benchmark turns it off to measure the
+// copy a daemon that may not mount makes instead.
+var mayMount = true
 
 // merged is where the daemon captures the run's change: the overlay mounted again. The
 // store keeps its stat data by path, and the overlay's files have another device than
 // the copy's: captured at the copy's own path, the next restore there would read every
-// file again.
-func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
+// file again. In a namespace of its own, the path the daemon reaches it at is another
+// already.
+func (q *quota) merged() string {
+	if q.at != "" {
+		return q.at + q.view
+	}
+	return filepath.Join(q.dir, "merged")
+}
 
 // capture checkpoints the copy after the run into s, adding at most maxNew: under a
 // quota through the overlay's other mount, reading only what its upper layer holds (the
@@ -239,7 +281,7 @@ func (q *quota) merged() string { return filepath.Join(q.dir, "merged") }
 // the copy, holds; else the whole copy.
 func (b *diskBound) capture(ctx context.Context, s *checkpoint.Store, from checkpoint.ID, maxNew int64) (checkpoint.Info, error) {
 	if b.q != nil {
-		return s.CheckpointWithin(ctx, b.q.merged(), maxNew, &checkpoint.Overlay{Upper: filepath.Join(b.q.dir, "upper"), Lower: from})
+		return s.CheckpointWithin(ctx, b.q.merged(), maxNew, &checkpoint.Overlay{Upper: b.q.at + filepath.Join(b.q.dir, "upper"), Lower: from})
 	}
 	return s.CheckpointWithin(ctx, b.view, maxNew, nil)
 }
@@ -247,12 +289,20 @@ func (b *diskBound) capture(ctx context.Context, s *checkpoint.Store, from check
 // full reports whether q's tmpfs has no room left: the kernel refused a write.
 func (q *quota) full() bool {
 	var st unix.Statfs_t
-	return q != nil && unix.Statfs(q.dir, &st) == nil && (st.Bavail == 0 || st.Ffree == 0)
+	return q != nil && unix.Statfs(q.at+q.dir, &st) == nil && (st.Bavail == 0 || st.Ffree == 0)
 }
 
 // unmount drops q's overlay and tmpfs, and with them what the run wrote; again is a no-op.
 func (q *quota) unmount() error {
-	if q == nil {
+	switch {
+	case q == nil:
+		return nil
+	case q.holder != nil:
+		q.holder.Process.Kill() // its namespace, and all mounted there, ends with it
+		q.holder.Wait()
+		q.holder = nil
+		return nil
+	case q.at != "":
 		return nil
 	}
 	return errors.Join(unmountStale(q.merged()), unmountStale(q.view), unmountStale(q.dir))

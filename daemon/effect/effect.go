@@ -5,13 +5,15 @@
 // running the command a second time, so what a person approves is what lands.
 //
 // It is built on daemon/checkpoint and adds no tree walker of its own: the workspace is
-// checkpointed (From); where the daemon may mount (as root), the command runs in an
-// overlay whose lower layer is the workspace itself, which no write reaches, and whose
-// upper layer takes every write, so To is From with what the upper layer holds read in
-// (checkpoint.Overlay): a preview costs what the command wrote, not the workspace.
-// Elsewhere the copy is From restored into the agent's view folder (reflinked where the
-// filesystem can, else copied) and checkpointed again after the command (To). The
-// change is the checkpoint Diff from From to To.
+// checkpointed (From); the command runs in an overlay whose lower layer is the workspace
+// itself, which no write reaches, and whose upper layer takes every write, so To is From
+// with what the upper layer holds read in (checkpoint.Overlay): a preview costs what the
+// command wrote, not the workspace. Root mounts it in the daemon's mount namespace; a
+// daemon that is not root, in a user namespace of its own (holder.go). Where neither may
+// mount, the copy is From restored into the agent's view folder (reflinked where the
+// filesystem can, else copied) and checkpointed again after the command (To), and the
+// daemon's first such preview says why (api.Effect.Notice). The change is the
+// checkpoint Diff from From to To.
 // Applying is checkpoint.RestoreFrom: only the paths that differ from From to To — what
 // the diff shows — are written, and only on a workspace still exactly at From (content,
 // modes, file times, owners, extended attributes), every path opened beneath it without
@@ -31,10 +33,10 @@
 //
 // A preview's disk is bounded (bound.go): the copy and the store together may take what
 // the agent's disk budget leaves beside its workspace (a copy is counted even where
-// the overlay makes none); a run ahead writing past it is stopped. Where the daemon may
-// mount the kernel holds that bound: the overlay's upper layer is a tmpfs of the room
-// left, so a write past it fails, and unmounting drops it; a watch of the disk is a second wall,
-// and the only one for a daemon that may not mount. Approving applies To only while the store holds, under To, the tree whose
+// the overlay makes none); a run ahead writing past it is stopped. Under the overlay the
+// kernel holds that bound: its upper layer is a tmpfs of the room left, so a write past
+// it fails, and unmounting drops it; a watch of the disk is a second wall, and the only
+// one for a copy. Approving applies To only while the store holds, under To, the tree whose
 // root hash the preview recorded (api.Effect.ToRoot), and From while it holds the tree
 // the preview started from (api.Effect.FromRoot).
 package effect
@@ -50,6 +52,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -85,6 +88,8 @@ type Previews struct {
 	opt    Options
 	mu     sync.Mutex
 	stores map[string]*checkpoint.Store // by agent id, opened on first use
+	// toldCopy is set once a preview said why it ran ahead on a copy (api.Effect.Notice).
+	toldCopy atomic.Bool
 }
 
 // New returns the previews kept under o.Dir.
@@ -157,8 +162,8 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
 		lim.Timeout = p.opt.Timeout
 	}
-	ws := env.Workspace
-	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
+	ws, view := env.Workspace, bound.view // where the daemon reaches the run's view
+	env.Workspace, env.SeenAt = view, ws  // the copy, where the command sees the workspace
 	env.Profile.Offline = true
 	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
 	if bound.over != "" {
@@ -193,6 +198,9 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
 		From: uint64(from.ID), To: uint64(to.ID), FromRoot: from.Root(), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
+	if bound.q == nil && p.toldCopy.CompareAndSwap(false, true) {
+		eff.Notice = "it ran ahead on a copy of the workspace, as no overlay could be mounted over it here (" + bound.noQuota + ")"
+	}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}

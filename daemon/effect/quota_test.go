@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // quotaMounted is b with its quota of size bytes mounted, skipping where the daemon may
-// not mount one (not root): there the watch alone bounds a run ahead.
+// not mount one (no user namespaces for a daemon that is not root): there the watch
+// alone bounds a run ahead.
 func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
 	t.Helper()
 	view := filepath.Join(f.dir, "a-1", "view")
@@ -24,9 +26,8 @@ func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.mountQuota(view, size)
-	if b.q == nil {
-		t.Skipf("no quota here (euid %d): a run ahead is bounded by the watch alone", os.Geteuid())
+	if why := b.mountQuota(view, size); b.q == nil {
+		t.Skipf("no quota here (euid %d: %s): a run ahead is bounded by the watch alone", os.Geteuid(), why)
 	}
 	t.Cleanup(func() { b.q.unmount() })
 	return b
@@ -53,64 +54,68 @@ func mountsUnder(t *testing.T, dir string) []string {
 // more than the room of what it wrote; the copy itself is never written, and unmounting
 // drops what the run wrote.
 func TestTheQuotaStopsAWriterAtTheRoomAndKeepsNothing(t *testing.T) {
-	f := newFixture(t, shell.Options{})
-	const room = 1 << 20
-	b := quotaMounted(t, f, room)
-	out, err := os.Create(filepath.Join(b.view, "big.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	var wrote int64
-	for wrote < 64<<20 {
-		n, err := out.Write(chunk)
-		wrote += int64(n)
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		const room = 1 << 20
+		b := quotaMounted(t, f, room)
+		out, err := os.Create(filepath.Join(b.view, "big.bin"))
 		if err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("the write past the room failed with %v, want ENOSPC", err)
-			}
-			break
+			t.Fatal(err)
 		}
-	}
-	out.Close()
-	if wrote > room || wrote < room/2 {
-		t.Errorf("the writer wrote %d bytes under a %d-byte quota, want it stopped at the room", wrote, room)
-	}
-	if !b.q.full() {
-		t.Error("the quota does not say it is full after the kernel refused a write")
-	}
-	if err := b.q.unmount(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(filepath.Join(b.view, "big.bin")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("what the writer wrote is in the copy after the quota went (%v)", err)
-	}
-	if m := mountsUnder(t, f.dir); len(m) > 0 {
-		t.Errorf("still mounted after unmount: %v", m)
-	}
+		chunk := make([]byte, 64<<10)
+		var wrote int64
+		for wrote < 64<<20 {
+			n, err := out.Write(chunk)
+			wrote += int64(n)
+			if err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("the write past the room failed with %v, want ENOSPC", err)
+				}
+				break
+			}
+		}
+		out.Close()
+		if wrote > room || wrote < room/2 {
+			t.Errorf("the writer wrote %d bytes under a %d-byte quota, want it stopped at the room", wrote, room)
+		}
+		if !b.q.full() {
+			t.Error("the quota does not say it is full after the kernel refused a write")
+		}
+		if err := b.q.unmount(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(f.dir, "a-1", "view", "big.bin")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("what the writer wrote is in the copy after the quota went (%v)", err)
+		}
+		if m := mountsUnder(t, f.dir); len(m) > 0 {
+			t.Errorf("still mounted after unmount: %v", m)
+		}
+	})
 }
 
 // A run ahead that writes past its room under the quota is stopped and told why, as the
 // watch would: no preview, nothing kept in the copy, nothing left mounted, and the
 // workspace untouched. Its writes never reached the disk past the room (the test above).
 func TestARunAheadPastItsRoomUnderTheQuotaGetsNoPreviewSayingWhy(t *testing.T) {
-	f := newFixture(t, shell.Options{})
-	quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
-	before := tree(t, f.ws)
-	f.room = 2 << 20
-	eff, _ := f.run(t, "head -c 67108864 /dev/zero > big.bin; echo the writer went on")
-	if eff.Appliable() || !strings.Contains(eff.None, "its run ahead wrote past the 2 MiB") || !strings.Contains(eff.None, "it was stopped") {
-		t.Fatalf("preview: %+v, want no preview saying the run ahead wrote past the room and was stopped", eff)
-	}
-	if _, err := os.Lstat(filepath.Join(f.dir, "a-1", "view", "big.bin")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("what the run ahead wrote is in the copy (%v)", err)
-	}
-	if m := mountsUnder(t, f.dir); len(m) > 0 {
-		t.Errorf("still mounted after the preview: %v", m)
-	}
-	if after := tree(t, f.ws); after != before {
-		t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
+		before := tree(t, f.ws)
+		f.room = 2 << 20
+		eff, _ := f.run(t, "head -c 67108864 /dev/zero > big.bin; echo the writer went on")
+		if eff.Appliable() || !strings.Contains(eff.None, "its run ahead wrote past the 2 MiB") || !strings.Contains(eff.None, "it was stopped") {
+			t.Fatalf("preview: %+v, want no preview saying the run ahead wrote past the room and was stopped", eff)
+		}
+		if _, err := os.Lstat(filepath.Join(f.dir, "a-1", "view", "big.bin")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("what the run ahead wrote is in the copy (%v)", err)
+		}
+		if m := mountsUnder(t, f.dir); len(m) > 0 {
+			t.Errorf("still mounted after the preview: %v", m)
+		}
+		if after := tree(t, f.ws); after != before {
+			t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
 }
 
 // A quota a daemon that died during a run ahead left mounted is dropped before the next
@@ -135,48 +140,49 @@ func TestAQuotaLeftMountedByADeadDaemonIsDroppedFirst(t *testing.T) {
 // the workspace itself as its lower layer, so the copy's folder stays empty, and the
 // change is still the command's own, read from the overlay's upper layer.
 func TestUnderTheQuotaAPreviewMakesNoCopyOfTheWorkspace(t *testing.T) {
-	f := newFixture(t, shell.Options{})
-	quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
-	before := tree(t, f.ws)
-	eff, diff := f.run(t, "echo three >> notes.txt; rm old.txt")
-	if !eff.Appliable() || eff.Summary != "changes 2 files (+1 −1)" || !strings.Contains(diff, "+three") {
-		t.Fatalf("preview: %+v\n%s", eff, diff)
-	}
-	if names, err := os.ReadDir(filepath.Join(f.dir, "a-1", "view")); err != nil || len(names) > 0 {
-		t.Errorf("the copy's folder holds %v (%v), want nothing: no copy under the quota", names, err)
-	}
-	if m := mountsUnder(t, f.dir); len(m) > 0 {
-		t.Errorf("still mounted after the preview: %v", m)
-	}
-	if after := tree(t, f.ws); after != before {
-		t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
+		before := tree(t, f.ws)
+		eff, diff := f.run(t, "echo three >> notes.txt; rm old.txt")
+		if !eff.Appliable() || eff.Summary != "changes 2 files (+1 −1)" || !strings.Contains(diff, "+three") {
+			t.Fatalf("preview: %+v\n%s", eff, diff)
+		}
+		if names, err := os.ReadDir(filepath.Join(f.dir, "a-1", "view")); err != nil || len(names) > 0 {
+			t.Errorf("the copy's folder holds %v (%v), want nothing: no copy under the quota", names, err)
+		}
+		if m := mountsUnder(t, f.dir); len(m) > 0 {
+			t.Errorf("still mounted after the preview: %v", m)
+		}
+		if after := tree(t, f.ws); after != before {
+			t.Errorf("the preview changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
 }
 
 // The quota's lower layer is the folder the one resolver opened, by its descriptor: a
 // workspace whose path goes through a link (one swapped in after the checks) gets no
 // quota over the tree the link leads to, and the preview falls back to its copy.
 func TestAQuotaIsNeverMountedOverAWorkspaceReachedThroughALink(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root mounts a quota")
-	}
-	f := newFixture(t, shell.Options{})
-	view := filepath.Join(f.dir, "a-1", "view")
-	elsewhere, link := filepath.Join(f.dir, "elsewhere"), filepath.Join(f.dir, "ws")
-	if err := errors.Join(os.MkdirAll(view, 0o700), os.MkdirAll(elsewhere, 0o700),
-		os.WriteFile(filepath.Join(elsewhere, "lookalike"), []byte("x"), 0o600), os.Symlink(elsewhere, link)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := f.p.bound("a-1", view, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.mountQuota(link, 1<<20)
-	if b.q != nil {
-		b.q.unmount()
-		t.Fatal("a quota was mounted over the tree a link in the workspace's path leads to")
-	}
-	if m := mountsUnder(t, f.dir); len(m) != 0 {
-		t.Fatalf("mounted under the daemon's folder: %v", m)
-	}
+	testutil.AsRootAndNot(t, func(t *testing.T) {
+		f := newFixture(t, shell.Options{})
+		view := filepath.Join(f.dir, "a-1", "view")
+		elsewhere, link := filepath.Join(f.dir, "elsewhere"), filepath.Join(f.dir, "ws")
+		if err := errors.Join(os.MkdirAll(view, 0o700), os.MkdirAll(elsewhere, 0o700),
+			os.WriteFile(filepath.Join(elsewhere, "lookalike"), []byte("x"), 0o600), os.Symlink(elsewhere, link)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := f.p.bound("a-1", view, 64<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.mountQuota(link, 1<<20)
+		if b.q != nil {
+			b.q.unmount()
+			t.Fatal("a quota was mounted over the tree a link in the workspace's path leads to")
+		}
+		if m := mountsUnder(t, f.dir); len(m) != 0 {
+			t.Fatalf("mounted under the daemon's folder: %v", m)
+		}
+	})
 }
