@@ -145,7 +145,7 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 			po.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
 		}
 	case api.EventState:
-		if ev.Agent != nil {
+		if ev.Agent != nil && !ev.Unchanged { // the daemon says when it shows the state as it was
 			po.stateChanged(ctx, ev.Agent)
 		}
 	case api.EventRemoved:
@@ -169,7 +169,6 @@ func (po *poster) removed(ctx context.Context, ev api.Event) {
 		}
 	}
 	po.r.teams.removeRole(ev.AgentID)
-	po.r.states.forget(ev.AgentID)
 }
 
 // removedWhy is what a removed agent's open message says closed it: the run's end when
@@ -406,10 +405,6 @@ func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Quest
 // stateChanged tells the thread when the agent pauses or fails on its own.
 func (po *poster) stateChanged(ctx context.Context, a *api.Agent) {
 	why := a.ShownReason() // an unchecked change waiting for a person is told too
-	key := string(a.State) + "|" + why
-	if po.r.states.show(a.ID, key) == key {
-		return
-	}
 	switch a.State {
 	case api.StateIdle:
 		po.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(why))

@@ -39,7 +39,6 @@ func (s *teamDesk) roleCount() int {
 // alone touch the fields its mutex guards.
 var stateOwners = map[string]string{
 	"adapters":      "threadbook.go",
-	"shownStates":   "threadbook.go",
 	"proposalBoard": "board.go",
 	"teamDesk":      "teamstate.go",
 }
@@ -92,7 +91,7 @@ func TestStateOwnersKeepTheirFields(t *testing.T) {
 			return true
 		})
 	}
-	if len(guarded) < 9 {
+	if len(guarded) < 8 {
 		t.Fatalf("found %d guarded fields; did the owners move?", len(guarded))
 	}
 	for p, f := range files {
