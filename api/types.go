@@ -465,6 +465,11 @@ type Event struct {
 	// before the decision), which the chat relay shows with the decision however the
 	// agent moved on since. Only the in-process relay reads it.
 	Decided *Proposal `json:"-"`
+	// Unchanged is set on an EventState that shows the agent in the state, and with the
+	// reason people are shown (Agent.ShownReason), it had before: the event tells of
+	// something else (a policy edit, a late step's end), so the chat relay posts no state
+	// note for it. Only the in-process relay reads it.
+	Unchanged bool `json:"-"`
 }
 
 // Scopes of a BudgetExhausted.

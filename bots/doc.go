@@ -22,12 +22,12 @@
 //
 // The relay reads what it shows from the daemon (its event stream and the queries of
 // Service) and where each agent's events go from the store (Bindings.ThreadsOf; a
-// removal's event names the threads the store deleted with the agent). Beside them it
-// keeps only what is its own, one owner each: the state each thread was last told of
-// (shownStates), what waits for a person in chat (proposalBoard), team runs followed
-// and the team of each role agent (teamDesk; a team run's threads are read from the
-// store) and the posts waiting for a platform (outbox). A poster posts the events;
-// Relay routes what people do.
+// removal's event names the threads the store deleted with the agent; a state event
+// says when it shows the state unchanged, which gets no note). Beside them it keeps only
+// what is its own, one owner each: what waits for a person in chat (proposalBoard), the
+// team runs followed (teamDesk; a role agent's team run is read from the engine, a team
+// run's threads from the store) and the posts waiting for a platform (outbox). A poster
+// posts the events; Relay routes what people do.
 //
 // The relay runs inside agentd (daemon/server starts it); the supervisor's parts
 // (composed by daemon/server) are its Service.

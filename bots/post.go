@@ -30,7 +30,7 @@ func (po *poster) targets(ctx context.Context, agentID string) []target {
 func (po *poster) targetsIn(ctx context.Context, agentID string, bs []*Binding, a *api.Agent) []target {
 	eps := po.r.eps.all()
 	if len(bs) == 0 {
-		return po.r.teams.targets(ctx, agentID, eps)
+		return po.r.teams.targets(ctx, agentID, a, eps)
 	}
 	label := ""
 	if bs[0].AgentID != agentID {
@@ -120,7 +120,6 @@ func (po *poster) postWaiting(ctx context.Context, a *api.Agent) {
 
 // handle posts one event to the agent's threads.
 func (po *poster) handle(ctx context.Context, ev api.Event) {
-	po.learn(ctx, ev)
 	switch ev.Type {
 	case api.EventProposal:
 		if ev.Proposal != nil {
@@ -141,11 +140,11 @@ func (po *poster) handle(ctx context.Context, ev api.Event) {
 		}
 	case api.EventFinish:
 		po.closeOpen(ctx, ev.AgentID, runEndedText)
-		if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
+		if _, ok := po.r.teams.roleOf(ctx, ev.AgentID, ev.Agent); !ok { // a role's finish is its team turn, posted as such
 			po.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
 		}
 	case api.EventState:
-		if ev.Agent != nil {
+		if ev.Agent != nil && !ev.Unchanged { // the daemon says when it shows the state as it was
 			po.stateChanged(ctx, ev.Agent)
 		}
 	case api.EventRemoved:
@@ -163,13 +162,11 @@ func (po *poster) removed(ctx context.Context, ev api.Event) {
 			return po.closeShown(ctx, t, ev.Messages, removedWhy)
 		})
 	}
-	if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
+	if _, ok := po.r.teams.roleOf(ctx, ev.AgentID, ev.Agent); !ok { // role agents go when their team ends
 		for _, t := range ts {
 			po.say(t, "posting a note", FormatNote("🗑 The agent was removed."))
 		}
 	}
-	po.r.teams.removeRole(ev.AgentID)
-	po.r.states.forget(ev.AgentID)
 }
 
 // removedWhy is what a removed agent's open message says closed it: the run's end when
@@ -406,10 +403,6 @@ func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Quest
 // stateChanged tells the thread when the agent pauses or fails on its own.
 func (po *poster) stateChanged(ctx context.Context, a *api.Agent) {
 	why := a.ShownReason() // an unchecked change waiting for a person is told too
-	key := string(a.State) + "|" + why
-	if po.r.states.show(a.ID, key) == key {
-		return
-	}
 	switch a.State {
 	case api.StateIdle:
 		po.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(why))
@@ -524,24 +517,6 @@ func (po *poster) recordEnd(ctx context.Context, t target, runID, post string) {
 	}
 	b.EndPost, b.EndRun = post, runID
 	po.r.bind(ctx, *b)
-}
-
-// learn notes the parent of the agent an event is about, asking the daemon when the
-// event does not say and the relay has not seen the agent before.
-func (po *poster) learn(ctx context.Context, ev api.Event) {
-	if ev.Agent != nil {
-		po.r.teams.learnRole(ctx, ev.AgentID, ev.Agent.Name)
-		return
-	}
-	if ev.AgentID == "" || ev.Type == api.EventRemoved || po.r.teams.engine == nil {
-		return
-	}
-	if _, known := po.r.teams.roleOf(ev.AgentID); known {
-		return
-	}
-	if a, err := po.r.opt.Service.Agent(ctx, ev.AgentID); err == nil {
-		po.r.teams.learnRole(ctx, a.ID, a.Name)
-	}
 }
 
 // labelled prefixes msg with the helper's name when label is set.

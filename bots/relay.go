@@ -48,7 +48,6 @@ type Relay struct {
 	expiry   expiry
 	// What it keeps beside the store, one owner each (each with its locking rule):
 	eps       adapters       // the platforms, set before Run
-	states    shownStates    // the state each agent's threads were last told of
 	board     *proposalBoard // what waits for a person in chat
 	teams     *teamDesk      // team runs in chat
 	posts     *poster        // agent events to threads

@@ -19,11 +19,10 @@ import (
 // stream and posts each transcript entry there labelled with its role, the phase ends
 // and the run's end with their reasons. The role agents (those with commands) are real
 // agents without a binding: their proposals, questions and results go to their team's
-// thread labelled with the role, and are decided there like any agent's. The relay
-// learns which team a role agent belongs to from the team run's agents, asked when an
-// event names an agent whose name has the team's prefix (team.AgentName) or when the
-// run starts waiting for one. The binding's seq is the last entry posted, so a restart
-// goes on from there.
+// thread labelled with the role, and are decided there like any agent's. Which team a
+// role agent belongs to is read from the engine's team runs at each of its events
+// (teamDesk.roleOf). The binding's seq is the last entry posted, so a restart goes on
+// from there.
 
 // Teams is what /agent team needs of the team engine (team.Shelf has it).
 type Teams interface {
@@ -141,8 +140,8 @@ func stoppedBy(m *Message, t api.TeamTurn, text, platform string) {
 	m.Parts[0].Spans = append(spans[:len(spans)-1:len(spans)-1], Span{Text: "stopped by "}, Span{User: user})
 }
 
-// loadTeams reads the running team runs' threads, learns their role agents, posts what
-// those wait for, and follows each run from the last entry posted.
+// loadTeams reads the running team runs' threads, posts what their role agents wait for,
+// and follows each run from the last entry posted.
 func (d *teamDesk) loadTeams(ctx context.Context) {
 	if d.engine == nil {
 		return
@@ -159,9 +158,11 @@ func (d *teamDesk) loadTeams(ctx context.Context) {
 		}
 	}
 	for id, seq := range since {
-		for _, agentID := range d.learnTeamAgents(ctx, id) {
-			if a, err := d.r.opt.Service.Agent(ctx, agentID); err == nil {
-				d.r.posts.postWaiting(ctx, a)
+		if run, err := d.engine.Team(ctx, id); err == nil && run.Status == api.TeamRunning {
+			for _, agentID := range run.Agents {
+				if a, err := d.r.opt.Service.Agent(ctx, agentID); err == nil {
+					d.r.posts.postWaiting(ctx, a)
+				}
 			}
 		}
 		d.followTeam(id, seq)
@@ -169,8 +170,9 @@ func (d *teamDesk) loadTeams(ctx context.Context) {
 }
 
 // teamForgetAfter bounds how long an ended team run's role agents stay placed in its
-// threads waiting for their removal (a removal the relay missed must not keep them
-// forever); their last events (a proposal closed as the run stopped) still belong there.
+// threads waiting for their removal (a removal the relay missed, or agents kept, must
+// not keep them there forever); their last events (a proposal closed as the run
+// stopped) still belong there.
 var teamForgetAfter = time.Minute
 
 // threadsOf reads team run teamID's threads from the store, running or ended.
@@ -180,29 +182,6 @@ func (d *teamDesk) threadsOf(ctx context.Context, teamID string) []*TeamBinding 
 		d.r.log.Error("bots: reading a team run's threads", "team", teamID, "err", err)
 	}
 	return bs
-}
-
-// learnTeamAgents asks the engine for a team run's role agents and notes them; it
-// returns their ids.
-func (d *teamDesk) learnTeamAgents(ctx context.Context, teamID string) []string {
-	teams := d.engine
-	if teams == nil {
-		return nil
-	}
-	run, err := teams.Team(ctx, teamID)
-	if err != nil {
-		d.r.log.Debug("bots: reading a team run", "team", teamID, "err", err)
-		return nil
-	}
-	return d.learnTeam(teamID, run)
-}
-
-// learnRole notes the team of an agent the relay has not placed yet, when its name has
-// the prefix of a bound team run's role agents (tXXXXXXXX-ROLE).
-func (d *teamDesk) learnRole(ctx context.Context, agentID, name string) {
-	if team := d.teamOfName(agentID, name); team != "" {
-		d.learnTeamAgents(ctx, team)
-	}
 }
 
 // teamAgentPrefix is the name prefix of a team run's role agents (see team.AgentName).
@@ -249,7 +228,6 @@ func (d *teamDesk) followTeam(teamID string, since int) {
 			})
 			cancel()
 			if ended {
-				time.AfterFunc(teamForgetAfter, func() { d.forgetRoles(teamID) })
 				return
 			}
 		}
@@ -258,19 +236,9 @@ func (d *teamDesk) followTeam(teamID string, since int) {
 
 // handleTeam posts one team event in the run's threads.
 func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
-	if te.Waiting != "" {
-		if _, ok := d.roleOf(te.Waiting); !ok {
-			d.learnTeamAgents(ctx, te.TeamID)
-		}
-	}
 	t := te.Turn
 	if t == nil {
 		return
-	}
-	if t.Kind == api.TurnMessage && t.AgentID != "" {
-		if _, ok := d.roleOf(t.AgentID); !ok {
-			d.learnTeamAgents(ctx, te.TeamID)
-		}
 	}
 	text := t.Text
 	if strings.HasSuffix(text, "…") && utf8.RuneCountInString(text) >= 1000 {
@@ -370,14 +338,12 @@ func (d *teamDesk) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *
 	}
 }
 
-// roleAgents are run's role agents as the daemon has them now, by role, each placed in
-// its team and role.
+// roleAgents are run's role agents as the daemon has them now, by role.
 func (d *teamDesk) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agent {
 	var agents []*api.Agent
 	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
 		if a, err := d.r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
 			agents = append(agents, a)
-			d.placeRole(a.ID, teamRole{team: run.ID, role: role})
 		}
 	}
 	return agents

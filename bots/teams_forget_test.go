@@ -25,6 +25,14 @@ func (f *fakeTeams) Team(_ context.Context, ref string) (*api.TeamRun, error) {
 	return nil, api.Errorf(api.ErrNotFound, "no team run %q", ref)
 }
 
+func (f *fakeTeams) Teams(context.Context) ([]api.TeamRun, error) {
+	var out []api.TeamRun
+	for _, r := range f.runs {
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
 func (f *fakeTeams) SubscribeTeam(ref string, since int64) (<-chan api.Event, func(), error) {
 	ch := make(chan api.Event, len(f.turns[ref]))
 	for _, t := range f.turns[ref] {
@@ -39,7 +47,7 @@ func (f *fakeTeams) SubscribeTeam(ref string, since int64) (<-chan api.Event, fu
 type unusedTeams = Teams
 
 // teamRelay is a relay following the team runs of teams, each bound to a thread of C1
-// named after it, with the role agents of svc learned.
+// named after it.
 func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -53,14 +61,31 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 	for id := range teams.runs {
 		binds.BindTeam(ctx, TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
 	}
-	for id := range teams.runs {
-		r.teams.learnTeamAgents(ctx, id)
-	}
 	return r, ad
 }
 
 // placed reports whether the relay still places role agents in team run id's threads.
-func (r *Relay) placed(id string) bool { return r.teams.placed(id) }
+func (r *Relay) placed(id string) bool {
+	for _, agentID := range r.teams.engine.(*fakeTeams).runs[id].Agents {
+		if tr, ok := r.teams.roleOf(context.Background(), agentID, nil); ok && tr.team == id {
+			return true
+		}
+	}
+	return false
+}
+
+// roleCount counts the role agents the relay places in any team run's threads.
+func (r *Relay) roleCount() int {
+	n := 0
+	for _, run := range r.teams.engine.(*fakeTeams).runs {
+		for _, agentID := range run.Agents {
+			if _, ok := r.teams.roleOf(context.Background(), agentID, nil); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
 
 // followed follows the team runs and waits until their followers have seen them end.
 func (r *Relay) followed(t *testing.T, ids ...string) {
@@ -72,8 +97,8 @@ func (r *Relay) followed(t *testing.T, ids ...string) {
 }
 
 // TestEndedTeamRunsRolesPostUntilRemoved: once a team run ends, its role agents' last
-// events still reach its thread (read from the store), until the relay sees them removed;
-// then it places none of them any more.
+// events still reach its thread (read from the store), until they are removed; then the
+// relay places none of them any more.
 func TestEndedTeamRunsRolesPostUntilRemoved(t *testing.T) {
 	end := func(seq int) api.TeamTurn {
 		return api.TeamTurn{Seq: seq, Kind: api.TurnEnd, Mode: api.TeamFinished, Text: "no next state"}
@@ -81,8 +106,8 @@ func TestEndedTeamRunsRolesPostUntilRemoved(t *testing.T) {
 	svc := &helperService{agents: []api.Agent{{ID: "a-2", Name: "t1-programmer", State: api.StateThinking}}}
 	teams := &fakeTeams{
 		runs: map[string]*api.TeamRun{
-			"t-1": {ID: "t-1", Status: api.TeamRunning, Agents: map[string]string{"programmer": "a-2"}},
-			"t-2": {ID: "t-2", Status: api.TeamRunning},
+			"t-1": {ID: "t-1", Status: api.TeamFinished, EndedAt: time.Now(), Agents: map[string]string{"programmer": "a-2"}},
+			"t-2": {ID: "t-2", Status: api.TeamFinished, EndedAt: time.Now()},
 		},
 		turns: map[string][]api.TeamTurn{
 			"t-1": {{Seq: 1, Kind: api.TurnMessage, Role: "programmer", AgentID: "a-2", Text: "done"}, end(2)},
@@ -97,11 +122,12 @@ func TestEndedTeamRunsRolesPostUntilRemoved(t *testing.T) {
 	if !r.placed("t-1") || len(r.posts.targets(context.Background(), "a-2")) != 1 {
 		t.Fatal("t-1's thread was lost while its role agent, not yet removed, may still post there")
 	}
+	svc.agents = nil // the daemon removed it, then tells
 	r.posts.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
 	if r.placed("t-1") || len(r.posts.targets(context.Background(), "a-2")) != 0 {
 		t.Error("t-1's last role agent is removed, yet the relay still places it in t-1's thread")
 	}
-	roles := r.teams.roleCount()
+	roles := r.roleCount()
 	r.out.flush()
 	posts := strings.Join(ad.posts, "\n")
 	if roles != 0 || strings.Contains(posts, "was removed") || strings.Count(posts, "🏁 Team run finished") != 2 {
@@ -116,16 +142,16 @@ func TestEndedTeamRunsRolesForgottenLater(t *testing.T) {
 	teamForgetAfter = 20 * time.Millisecond
 	svc := &helperService{agents: []api.Agent{{ID: "a-3", Name: "t3-writer"}}}
 	teams := &fakeTeams{
-		runs:  map[string]*api.TeamRun{"t-3": {ID: "t-3", Status: api.TeamRunning, Agents: map[string]string{"writer": "a-3"}}},
+		runs:  map[string]*api.TeamRun{"t-3": {ID: "t-3", Status: api.TeamStopped, EndedAt: time.Now(), Agents: map[string]string{"writer": "a-3"}}},
 		turns: map[string][]api.TeamTurn{"t-3": {{Seq: 1, Kind: api.TurnEnd, Mode: api.TeamStopped, Text: "stopped"}}},
 	}
 	r, _ := teamRelay(t, svc, teams)
 	r.followed(t, "t-3")
 	testutil.Eventually(t, 5*time.Second, "t-3's role agents forgotten", func() bool { return !r.placed("t-3") })
-	if _, ok := r.teams.roleOf("a-3"); ok {
+	if _, ok := r.teams.roleOf(context.Background(), "a-3", nil); ok {
 		t.Error("the role agent of a forgotten team run is still placed in its thread")
 	}
-	if n := r.teams.roleCount(); n != 0 {
+	if n := r.roleCount(); n != 0 {
 		t.Errorf("role agents in memory: %d", n)
 	}
 }

@@ -8,9 +8,10 @@ import (
 	"github.com/agentd/agentd/api"
 )
 
-// teamDesk is the relay's part for team runs in chat (teams.go): their commands, their
-// followers, and which team run each role agent is in. A team run's threads are read from
-// the store (Bindings), kept there after the run ends.
+// teamDesk is the relay's part for team runs in chat (teams.go): their commands and
+// their followers. Which team run and role a role agent is in is read from the engine
+// each time (roleOf), and a team run's threads from the store (Bindings), kept there
+// after the run ends.
 //
 // Locking rule: mu guards every field declared after it; each method takes it itself and
 // calls nothing under it. followWG is Added under mu, with runCtx checked.
@@ -19,14 +20,13 @@ type teamDesk struct {
 	engine Teams // for /agent team; nil without; set before Run (SetTeams)
 
 	mu        sync.Mutex
-	roles     map[string]teamRole // role agent → its team run and role
-	following map[string]bool     // team runs whose events are followed
-	runCtx    context.Context     // Run's, for the team followers
-	followWG  sync.WaitGroup      // the team followers
+	following map[string]bool // team runs whose events are followed
+	runCtx    context.Context // Run's, for the team followers
+	followWG  sync.WaitGroup  // the team followers
 }
 
 func newTeamDesk(r *Relay) *teamDesk {
-	return &teamDesk{r: r, roles: map[string]teamRole{}, following: map[string]bool{}}
+	return &teamDesk{r: r, following: map[string]bool{}}
 }
 
 func (s *teamDesk) setRunCtx(ctx context.Context) {
@@ -36,9 +36,9 @@ func (s *teamDesk) setRunCtx(ctx context.Context) {
 }
 
 // targets are the threads, on the platforms of eps, of a role agent's team, labelled
-// with its role.
-func (s *teamDesk) targets(ctx context.Context, agentID string, eps map[string]*endpoint) []target {
-	tr, ok := s.roleOf(agentID)
+// with its role; a is the agent when the caller has it (a removal's event), else nil.
+func (s *teamDesk) targets(ctx context.Context, agentID string, a *api.Agent, eps map[string]*endpoint) []target {
+	tr, ok := s.roleOf(ctx, agentID, a)
 	if !ok {
 		return nil
 	}
@@ -51,71 +51,40 @@ func (s *teamDesk) targets(ctx context.Context, agentID string, eps map[string]*
 	return out
 }
 
-// removeRole forgets a removed agent's role.
-func (s *teamDesk) removeRole(agentID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.roles, agentID)
-}
-
-// forgetRoles forgets the role agents of an ended team run, however many of them the
-// relay still knows (a removal it missed must not keep them forever).
-func (s *teamDesk) forgetRoles(teamID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, tr := range s.roles {
-		if tr.team == teamID {
-			delete(s.roles, id)
+// roleOf returns the team run and role of agent agentID (a, when the caller has it,
+// else the daemon's): the team run whose role agents' names its name has the prefix of
+// (team.AgentName) and that lists it among its agents, while the run goes on and for
+// teamForgetAfter after its end (a removal the relay missed must not keep it there).
+func (s *teamDesk) roleOf(ctx context.Context, agentID string, a *api.Agent) (teamRole, bool) {
+	if s.engine == nil {
+		return teamRole{}, false
+	}
+	if a == nil {
+		var err error
+		if a, err = s.r.opt.Service.Agent(ctx, agentID); err != nil {
+			return teamRole{}, false // removed: its removal's event names it
 		}
 	}
-}
-
-// learnTeam notes the role agents of run, the team run teamID as read from the engine,
-// and returns their ids; none once the run ended, as its role agents are going.
-func (s *teamDesk) learnTeam(teamID string, run *api.TeamRun) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if run.Status != api.TeamRunning {
-		return nil // learning them again would keep them in memory
+	if !strings.HasPrefix(a.Name, "t") || !strings.Contains(a.Name, "-") {
+		return teamRole{}, false // no role agent's name: no need to list the runs
 	}
-	var ids []string
-	for role, id := range run.Agents {
-		s.roles[id] = teamRole{team: teamID, role: role}
-		ids = append(ids, id)
+	runs, err := s.engine.Teams(ctx)
+	if err != nil {
+		s.r.log.Error("bots: listing team runs to place a role agent", "agent", agentID, "err", err)
+		return teamRole{}, false
 	}
-	return ids
-}
-
-// placeRole notes agentID as a role agent of a team run.
-func (s *teamDesk) placeRole(agentID string, tr teamRole) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.roles[agentID] = tr
-}
-
-// teamOfName returns the followed team run whose role agents' names name has the prefix
-// of, for an agent not placed yet; "" otherwise.
-func (s *teamDesk) teamOfName(agentID, name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, known := s.roles[agentID]; known {
-		return ""
-	}
-	var team string
-	for id := range s.following {
-		if p := teamAgentPrefix(id); p != "" && strings.HasPrefix(name, p) {
-			team = id
+	for _, run := range runs {
+		p := teamAgentPrefix(run.ID)
+		if p == "" || !strings.HasPrefix(a.Name, p) || run.Status != api.TeamRunning && s.r.opt.Now().Sub(run.EndedAt) >= teamForgetAfter {
+			continue
+		}
+		for role, id := range run.Agents {
+			if id == agentID {
+				return teamRole{team: run.ID, role: role}, true
+			}
 		}
 	}
-	return team
-}
-
-// roleOf returns the team and role of a role agent.
-func (s *teamDesk) roleOf(agentID string) (teamRole, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tr, ok := s.roles[agentID]
-	return tr, ok
+	return teamRole{}, false
 }
 
 // startFollowing claims the following of team run teamID and counts its follower in;

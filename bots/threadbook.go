@@ -45,34 +45,3 @@ func (s *adapters) all() map[string]*endpoint {
 	}
 	return out
 }
-
-// shownStates is the state each agent's threads were last told of, so that a repeated
-// state event is not posted twice: the relay's own record, as the daemon keeps no copy
-// of what chat was shown. Where an agent's events go is read from the store
-// (Bindings.ThreadsOf) at each event.
-//
-// Locking rule: mu guards every field declared after it; each method takes it itself and
-// calls nothing under it.
-type shownStates struct {
-	mu      sync.Mutex
-	byAgent map[string]string // agent → last state shown
-}
-
-// show records key as the agent's state shown and returns the one shown before.
-func (s *shownStates) show(agentID, key string) (prev string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byAgent == nil {
-		s.byAgent = map[string]string{}
-	}
-	prev = s.byAgent[agentID]
-	s.byAgent[agentID] = key
-	return prev
-}
-
-// forget drops a removed agent's state.
-func (s *shownStates) forget(agentID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byAgent, agentID)
-}

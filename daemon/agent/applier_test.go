@@ -158,7 +158,8 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 			Preview: &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Output: "ran ahead", Summary: "changes 1 file (+1 −0)", From: 1, To: 3}}}
 	}
 	var got []string
-	var showedState bool // what the applier tells a mutation that publishes the state itself otherwise
+	var showedState bool               // what the applier tells a mutation that publishes the state itself otherwise
+	var shownUnchanged, stateKept bool // what the state event says, and what the store shows
 	err := st.Tx(ctx, func(tx *store.Tx) error {
 		got = nil
 		if err := seed(tx, a, run, g, p); err != nil {
@@ -182,6 +183,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
 			pub: func(ev api.Event) api.Event {
 				published = append(published, ev.Type)
+				if ev.Type == api.EventState {
+					shownUnchanged = ev.Unchanged
+				}
 				if d := ev.Decided; ev.Type == api.EventDecision && (d == nil || d.ID != p.ID || d.Status != from.Proposal) {
 					t.Errorf("%s + %s: the decision event shows proposal %+v; want %s as it was asked", from, k, d, p.ID)
 				}
@@ -212,7 +216,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		if err != nil {
 			return err
 		}
-		state, reason, mark := a.State, a.StateReason, a.Unchecked
+		state, reason, mark, shownReason := a.State, a.StateReason, a.Unchecked, a.ShownReason()
 		if _, err := apply(tx, c); err != nil {
 			return err
 		}
@@ -225,6 +229,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 			return err
 		}
 		got = before.diff(after)
+		stateKept = c.a != nil && a.State == state && a.ShownReason() == shownReason
 		if c.a != nil && (a.State != state || a.StateReason != reason) {
 			got = append(got, string(cycle.SetAgent))
 		}
@@ -241,6 +246,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	}
 	if showedState != slices.Contains(published, api.EventState) {
 		t.Errorf("%s + %s: the applier says it showed the state %v, but published %v", from, k, showedState, published)
+	}
+	if showedState && shownUnchanged != stateKept {
+		t.Errorf("%s + %s: the state event says unchanged %v, but the state and reason shown were kept %v", from, k, shownUnchanged, stateKept)
 	}
 	if slices.Contains(published, api.EventProposal) { // showing is all show_proposal does
 		got = append(got, string(cycle.ShowProposal))

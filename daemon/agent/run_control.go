@@ -48,11 +48,15 @@ func (s *runs) mutate(ctx context.Context, ref string, first func(id string) err
 		} else if err != nil {
 			return err
 		}
+		was := stateShown(&a.Agent) // before fn: what it changes through the cycle is news
+		if shows != nil {
+			shows.was = was
+		}
 		if err := fn(tx, a, r); err != nil {
 			return err
 		}
 		s.history.storeWith(tx, a)
-		edited := &change{a: a, ev: cycle.Event{Kind: cycle.Edited}}
+		edited := &change{a: a, ev: cycle.Event{Kind: cycle.Edited}, was: was}
 		if shows == nil || !shows.showedState {
 			edited.pub = s.events.Publish // else shows' state event shows it
 		}

@@ -40,6 +40,10 @@ type change struct {
 	pub         func(api.Event) api.Event
 	shown       *api.Agent
 	showedState bool
+	// was is the agent's state and the reason it showed before the change (stateShown),
+	// set by apply unless the caller set it at its transaction's start: a state event
+	// that shows them unchanged says so (api.Event.Unchanged).
+	was *string
 	// shownProposal, when set, is the proposal as show_proposal's event shows it, read
 	// when the change commits (a y! that no longer holds is noted on it meanwhile).
 	shownProposal *api.Proposal
@@ -90,6 +94,9 @@ func apply(tx *store.Tx, c *change) (applied, error) {
 	ev := c.ev
 	if c.a != nil {
 		ev.Mark = c.a.Unchecked // an unchecked change no person looked at: a start pauses on it
+		if c.was == nil {
+			c.was = stateShown(&c.a.Agent)
+		}
 	}
 	_, effects, err := cycle.Next(from, ev)
 	if err != nil {
@@ -447,6 +454,7 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 	if ev.Agent == nil {
 		ev.Agent = viewOf(c.a, c.p, nil)
 	}
+	ev.Unchanged = t == api.EventState && c.was != nil && *c.was == *stateShown(ev.Agent)
 	switch {
 	case t == api.EventState && has(out.effects, cycle.ShowAgent):
 		ev.Message = c.ev.Detail
@@ -459,6 +467,12 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		ev.Exhausted = &c.exhausted.BudgetExhausted
 	}
 	return ev
+}
+
+// stateShown is what a state event tells people of a: its state and the reason shown.
+func stateShown(a *api.Agent) *string {
+	s := string(a.State) + "|" + a.ShownReason()
+	return &s
 }
 
 // proposalShown is the proposal show_proposal's event shows: the caller's, when it set
