@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,7 +84,7 @@ func (f *follower) handle(ev api.Event) error {
 			f.ask(q, ev.Time)
 		}
 	case api.EventFinish:
-		f.printf("%sfinished: %s\n", stamp(ev.Time), line(orDefault(ev.Message, "the run ended")))
+		f.printf("%sfinished: %s\n", stamp(ev.Time), line(cmp.Or(ev.Message, "the run ended")))
 		f.pending, f.question = nil, nil
 		if ev.Agent != nil {
 			f.state, f.reason = ev.Agent.State, ev.Agent.StateReason // "finished" says it
@@ -115,14 +116,7 @@ func beforeDecision(ag *api.Agent) *api.Agent {
 // grantNote confirms what a person's decision stored beyond this proposal, and how to
 // undo it: y! (an exact grant), n! (a deny pattern) and y -N (a count grant).
 func (f *follower) grantNote(d *api.Decision) string {
-	ref := f.name
-	if ref == "" {
-		ref = f.id
-	}
-	call := f.calls[d.ProposalID]
-	if call == "" {
-		call = "this command"
-	}
+	ref, call := cmp.Or(f.name, f.id), cmp.Or(f.calls[d.ProposalID], "this command")
 	switch {
 	case d.Source == "grant" || d.Source == "policy":
 		return "" // an automatic approval names its grant or rule on the decision line

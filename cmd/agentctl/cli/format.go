@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -171,14 +172,8 @@ func decisionString(d *api.Decision) string {
 	default:
 		s = string(d.Kind)
 	}
-	by := line(d.By)
-	if d.ByName != "" { // a chat user: their display name, not their id
-		by = line(d.ByName)
-	}
-	if by == "" {
-		by = "someone"
-	}
-	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
+	by := cmp.Or(line(cmp.Or(d.ByName, d.By)), "someone") // a chat user: their display name, not their id
+	if d.Source == "grant" {                              // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
 		s += " by " + line(d.GrantText())
 	} else if d.Source == "policy" {
 		s += " by policy (" + line(d.By) + ")"
@@ -277,12 +272,4 @@ func table(w io.Writer, header ...string) *tabwriter.Writer {
 		fmt.Fprintln(tw, h)
 	}
 	return tw
-}
-
-// orDefault is s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -222,15 +223,7 @@ func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex boo
 }
 
 // owner names a memory's agent, or says it is shared.
-func owner(m *api.Memory) string {
-	switch {
-	case m.Agent != "":
-		return m.Agent
-	case m.AgentID != "":
-		return m.AgentID
-	}
-	return "(shared)"
-}
+func owner(m *api.Memory) string { return cmp.Or(m.Agent, m.AgentID, "(shared)") }
 
 // memoryErr explains a not-found from a call that named an agent.
 func memoryErr(agent string, err error) error {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -299,7 +300,7 @@ func writeRuns(w io.Writer, runs []api.ScheduleRun) {
 		if r.Manual {
 			when += " (run-now)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, orDefault(r.AgentID, "-"), truncate(r.Reason, 100))
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, cmp.Or(r.AgentID, "-"), truncate(r.Reason, 100))
 	}
 	tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -97,7 +98,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 		fmt.Fprintln(w, "\nRuns (latest first):")
 		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
 		for _, r := range ag.Runs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(orDefault(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(r.Task, 60))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(cmp.Or(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(r.Task, 60))
 		}
 		tw.Flush()
 	}

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 var teamCmd = &command{
@@ -178,10 +178,8 @@ func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 		case ended:
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, streamBackoff.Next(attempt)) {
 			return nil
-		case <-time.After(streamBackoff.Next(attempt)):
 		}
 		attempt++
 	}
