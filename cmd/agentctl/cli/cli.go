@@ -3,9 +3,10 @@
 // a chat bot or a test can do the same way.
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
-// method on the type of its verb group (verbs.go), save pause, resume and stop, which
-// differ only in the call they make and share lifecycle.go; the commands list in init is
-// the one place a verb is registered. Run parses the global flags, dispatches, and turns errors
+// method on the type of its verb group (verbs.go), or runX(ctx, ref) for one that takes
+// one AGENT and no flags (oneRef parses it), save pause, resume and stop, which differ
+// only in the call they make and share lifecycle.go; the commands list in init is the
+// one place a verb is registered. Run parses the global flags, dispatches, and turns errors
 // into exit codes and messages that say how to fix the problem.
 package cli
 
@@ -251,27 +252,11 @@ func (a *app) parse(fs *flag.FlagSet, args []string, verbatimAfter int) ([]strin
 
 // parseAgent parses a command that takes exactly one AGENT.
 func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
-	return a.parseOne(fs, args, agentArg, "AGENT")
+	return agentRef.parse(a, fs, args)
 }
 
 // agentArg is an AGENT argument, as the error for a missing one names it.
 const agentArg = "AGENT (an agent's name or id; see agentctl ls)"
-
-// parseOne parses a command that takes exactly one argument: missing names it and where
-// to find one when it is not there, want names it when there are more.
-func (a *app) parseOne(fs *flag.FlagSet, args []string, missing, want string) (string, error) {
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return "", err
-	}
-	switch len(pos) {
-	case 0:
-		return "", usagef("missing %s", missing)
-	case 1:
-		return pos[0], nil
-	}
-	return "", usagef("too many arguments: want one %s, got %q", want, pos)
-}
 
 // parseNone parses a command that takes flags and no arguments.
 func (a *app) parseNone(args []string) error {

@@ -89,8 +89,8 @@ skipped or missed firings are posted.`,
 
 // scheduleActions are schedule's sub-commands.
 var scheduleActions = map[string]func(scheduleVerbs, context.Context, []string) error{
-	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": scheduleVerbs.scheduleShow, "rm": scheduleVerbs.scheduleRm,
-	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": scheduleVerbs.scheduleRunNow,
+	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": oneRef(scheduleRef, scheduleVerbs.scheduleShow), "rm": oneRef(scheduleRef, scheduleVerbs.scheduleRm),
+	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": oneRef(scheduleRef, scheduleVerbs.scheduleRunNow),
 	"history": scheduleVerbs.scheduleHistory, "edit": scheduleVerbs.scheduleEdit,
 }
 
@@ -226,11 +226,7 @@ func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 		})
 }
 
-func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a scheduleVerbs) scheduleShow(ctx context.Context, ref string) error {
 	s, err := api.ScheduleRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return err
@@ -325,11 +321,7 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 	})
 }
 
-func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a scheduleVerbs) scheduleRm(ctx context.Context, ref string) error {
 	if err := api.RemoveScheduleRoute.Send(ctx, a.api(), ref, api.None{}); err != nil {
 		return err
 	}
@@ -355,11 +347,7 @@ func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, route 
 	})(a.app, ctx, args)
 }
 
-func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a scheduleVerbs) scheduleRunNow(ctx context.Context, ref string) error {
 	r, err := api.RunScheduleRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return err

@@ -23,14 +23,10 @@ question waiting for your answer, how many tokens it has used, and its helper ag
 (named PARENT/NAME; they were started by the agent with start_agent).
 
 AGENT is the agent's name or id.`,
-	run: verb(agentVerbs.runShow),
+	run: verb(oneRef(agentRef, agentVerbs.runShow)),
 }
 
-func (a agentVerbs) runShow(ctx context.Context, args []string) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a agentVerbs) runShow(ctx context.Context, ref string) error {
 	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return agentErr(ref, err)
