@@ -21,7 +21,6 @@ import (
 	"net/url"
 	"os"
 	osuser "os/user"
-	"reflect"
 	"syscall"
 
 	"github.com/agentd/agentd/api"
@@ -270,10 +269,7 @@ func (a *app) parseNone(args []string) error {
 // printJSON writes v to stdout as indented JSON; --json output is the client's stable types,
 // an empty list as [] rather than null.
 func (a *app) printJSON(v any) error {
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
-		v = []any{}
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.MarshalIndent(api.NonNil(v), "", "  ")
 	if err != nil {
 		return err
 	}

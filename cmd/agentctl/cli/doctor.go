@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -66,10 +67,8 @@ func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 	} else {
 		writeChecks(a.stdout, checks)
 	}
-	for _, c := range checks {
-		if c.Status == api.CheckFail {
-			return errChecksFailed
-		}
+	if slices.ContainsFunc(checks, func(c api.Check) bool { return c.Status == api.CheckFail }) {
+		return errChecksFailed
 	}
 	return nil
 }

@@ -172,8 +172,9 @@ func decisionString(d *api.Decision) string {
 	default:
 		s = string(d.Kind)
 	}
-	by := cmp.Or(line(cmp.Or(d.ByName, d.By)), "someone") // a chat user: their display name, not their id
-	if d.Source == "grant" {                              // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
+	// A chat user by their display name, not their id.
+	by := cmp.Or(line(cmp.Or(d.ByName, d.By)), "someone")
+	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
 		s += " by " + line(d.GrantText())
 	} else if d.Source == "policy" {
 		s += " by policy (" + line(d.By) + ")"

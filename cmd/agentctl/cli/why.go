@@ -58,8 +58,13 @@ func cmdWho(d *api.Decision) string {
 	if d.Source == "grant" {
 		return "grant " + d.Grant + " made by " + d.By
 	}
-	if d.By == "" {
-		return d.Source
+	return via(d.By, d.Source)
+}
+
+// via names who did something from where: "root via slack", or the source alone.
+func via(by, source string) string {
+	if by == "" {
+		return source
 	}
-	return d.By + " via " + d.Source
+	return by + " via " + source
 }
