@@ -60,12 +60,8 @@ func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	if a.json {
-		if err := a.printJSON(api.DoctorReport{Checks: checks}); err != nil {
-			return err
-		}
-	} else {
-		writeChecks(a.stdout, checks)
+	if err := printResult(a.app, api.DoctorReport{Checks: checks}, nil, func() { writeChecks(a.stdout, checks) }); err != nil {
+		return err
 	}
 	if slices.ContainsFunc(checks, func(c api.Check) bool { return c.Status == api.CheckFail }) {
 		return errChecksFailed

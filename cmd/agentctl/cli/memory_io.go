@@ -115,14 +115,9 @@ func (a memoryVerbs) memoryImport(ctx context.Context, f memoryFlags, rest []str
 		return err
 	}
 	imported, err := a.sendImport(ctx, path, f.agent)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(api.MemoryImportResult{Imported: imported})
-	}
-	fmt.Fprintf(a.stdout, "imported %s from %s\n", display.Count(imported, "memory", "memories"), path)
-	return nil
+	return printResult(a.app, api.MemoryImportResult{Imported: imported}, err, func() {
+		fmt.Fprintf(a.stdout, "imported %s from %s\n", display.Count(imported, "memory", "memories"), path)
+	})
 }
 
 // checkImportFile reads the whole file, returning the agents its records name (with their

@@ -322,14 +322,10 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 }
 
 func (a scheduleVerbs) scheduleRm(ctx context.Context, ref string) error {
-	if err := api.RemoveScheduleRoute.Send(ctx, a.api(), ref, api.None{}); err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(map[string]string{"removed": ref})
-	}
-	fmt.Fprintf(a.stdout, "schedule %s removed\n", ref)
-	return nil
+	err := api.RemoveScheduleRoute.Send(ctx, a.api(), ref, api.None{})
+	return printResult(a.app, map[string]string{"removed": ref}, err, func() {
+		fmt.Fprintf(a.stdout, "schedule %s removed\n", ref)
+	})
 }
 
 func (a scheduleVerbs) schedulePause(ctx context.Context, args []string) error {
