@@ -4,10 +4,10 @@
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
 // method on the type of its verb group (verbs.go), or runX(ctx, ref) for one that takes
-// one AGENT and no flags (oneRef parses it), save pause, resume and stop, which differ
-// only in the call they make and share lifecycle.go; the commands list in init is the
-// one place a verb is registered. Run parses the global flags, dispatches, and turns errors
-// into exit codes and messages that say how to fix the problem.
+// one agent (or schedule) and no flags (oneRef parses it), save pause, resume and stop,
+// which differ only in the call they make and share lifecycle.go; the commands list in
+// init is the one place a verb is registered. Run parses the global flags, dispatches,
+// and turns errors into exit codes and messages that say how to fix the problem.
 package cli
 
 import (
