@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -186,25 +187,15 @@ func (f *follower) sync(ag *api.Agent, t time.Time) {
 	if ag.State == api.StatePaused {
 		if ex := f.exhausted; ex != nil && ex.Scope == api.BudgetScopeAgent {
 			// resume refuses an agent over its budget: raising the budget resumes it.
-			f.notef("(over its %s budget: raise it with agentctl budget %s %s, and it goes on)", budgetNoun(ex.Kind), refOf(ag), budgetFlag(ex.Kind))
+			f.notef("(over its %s budget: raise it with agentctl budget %s %s, and it goes on)", strings.TrimSuffix(ex.Kind, "s"), refOf(ag), budgetFlag(ex.Kind))
 		} else {
 			f.notef("(resume it with: agentctl resume %s)", refOf(ag))
 		}
 	}
 }
 
-// budgetNoun and budgetFlag name a budget kind (steps, tokens, time) in a note and as
-// the agentctl budget flag that raises it.
-func budgetNoun(kind string) string {
-	switch kind {
-	case "steps":
-		return "step"
-	case "tokens":
-		return "token"
-	}
-	return kind
-}
-
+// budgetFlag names a budget kind (steps, tokens, time) as the agentctl budget flag that
+// raises it.
 func budgetFlag(kind string) string {
 	switch kind {
 	case "steps":
