@@ -53,13 +53,14 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // truncate shortens s to at most n characters on one line, marking the cut with "…".
-func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+func truncate(s string, n int) string { return cutRunes(oneParagraph(s), n) }
+
+// cutRunes shortens s to at most n characters, marking the cut with "…".
+func cutRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
 	}
-	return string(r[:n-1]) + "…"
+	return s
 }
 
 // writeResult writes the first lines (resultLines) of an episode's result, each indented
@@ -85,11 +86,7 @@ func writeResult(w io.Writer, ep *api.Episode, head, indent string) {
 			fmt.Fprintf(w, "%s… %d more lines\n", indent, len(lines)-n)
 			return
 		}
-		l = strings.TrimRight(l, "\r")
-		if r := []rune(l); len(r) > resultLineMax {
-			l = string(r[:resultLineMax-1]) + "…"
-		}
-		fmt.Fprintf(w, "%s%s\n", indent, l)
+		fmt.Fprintf(w, "%s%s\n", indent, cutRunes(strings.TrimRight(l, "\r"), resultLineMax))
 	}
 }
 
