@@ -109,10 +109,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func (a *app) run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("agentctl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	a.globalFlags(fs)
+	fs := a.flagSet("agentctl")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			a.printOverview(a.stdout)
@@ -132,9 +129,15 @@ func (a *app) run(ctx context.Context, args []string) error {
 	return a.cmd.run(a, ctx, rest[1:])
 }
 
-func (a *app) globalFlags(fs *flag.FlagSet) {
+// flagSet returns a flag set named name that holds the global flags and prints nothing:
+// exit and printHelp say what is wrong and how to use it.
+func (a *app) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&a.socket, "socket", a.socket, "agentd's unix `socket`")
 	fs.BoolVar(&a.json, "json", a.json, "print results as JSON")
+	return fs
 }
 
 // api returns the client for the daemon at --socket.
@@ -210,12 +213,8 @@ func agentErr(ref string, err error) error {
 // newFlagSet returns the current command's flag set with the global flags on it, so they
 // may come after the command too.
 func (a *app) newFlagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet(a.cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	a.globalFlags(fs)
-	a.fs = fs
-	return fs
+	a.fs = a.flagSet(a.cmd.name)
+	return a.fs
 }
 
 // parse parses flags placed anywhere among the positional arguments and returns those.
