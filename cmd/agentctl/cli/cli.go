@@ -201,10 +201,11 @@ func (a *app) explain(err error) string {
 	return err.Error()
 }
 
-// agentErr turns "not found" from a call that names an agent into the way to find it.
+// agentErr turns "not found" from a call that names an agent into the way to find it; a
+// call that names none (ref "": every agent's memories, the config's commands) keeps err.
 func agentErr(ref string, err error) error {
 	var e *api.APIError
-	if errors.Is(err, api.ErrNotFound) && !errors.As(err, &e) {
+	if ref != "" && errors.Is(err, api.ErrNotFound) && !errors.As(err, &e) {
 		return fmt.Errorf("no agent %q: see `agentctl ls`", ref)
 	}
 	return err // the daemon's own words: the agent, the closest name to a typo, agentctl ls

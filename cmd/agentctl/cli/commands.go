@@ -36,9 +36,6 @@ func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 	}
 	list, err := a.api().Commands(ctx, ref)
 	if err != nil {
-		if ref == "" {
-			return err
-		}
 		return agentErr(ref, err)
 	}
 	if a.json {

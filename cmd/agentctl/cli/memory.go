@@ -114,7 +114,7 @@ func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []strin
 		return usagef("missing TEXT: what to remember")
 	}
 	m, err := api.AddMemoryRoute.Do(ctx, a.api(), "", api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
-	return printResult(a.app, m, memoryErr(f.agent, err), func() {
+	return printResult(a.app, m, agentErr(f.agent, err), func() {
 		fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m.Agent, m.AgentID))
 	})
 }
@@ -130,7 +130,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	}
 	hits, err := api.SearchMemoryRoute.Do(ctx, a.api(), "", req)
 	if err != nil {
-		return memoryErr(f.agent, err)
+		return agentErr(f.agent, err)
 	}
 	if a.json {
 		return a.printJSON(hits)
@@ -160,7 +160,7 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 	}
 	list, err := api.MemoriesRoute.Do(ctx, a.api(), "", api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
 	if err != nil {
-		return memoryErr(f.agent, err)
+		return agentErr(f.agent, err)
 	}
 	return printList(a.app, list, "no memories yet", "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT", func(m *api.Memory) string {
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", line(m.ID), line(m.Kind), line(owner(m.Agent, m.AgentID)), truncate(m.Source, 30),
@@ -224,11 +224,3 @@ func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex boo
 
 // owner names the agent a memory (or its stats) belongs to, or says it is shared.
 func owner(agent, id string) string { return cmp.Or(agent, id, "(shared)") }
-
-// memoryErr explains a not-found from a call that named an agent.
-func memoryErr(agent string, err error) error {
-	if agent == "" {
-		return err
-	}
-	return agentErr(agent, err)
-}

@@ -221,7 +221,7 @@ func (a memoryVerbs) memoryExport(ctx context.Context, f memoryFlags, rest []str
 	for {
 		page, err := api.ExportMemoryRoute.Do(ctx, a.api(), "", req)
 		if err != nil {
-			return memoryErr(f.agent, err)
+			return agentErr(f.agent, err)
 		}
 		for _, r := range page.Records {
 			if err := enc.Encode(r); err != nil {
