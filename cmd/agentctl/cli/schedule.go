@@ -107,7 +107,7 @@ func (a scheduleVerbs) parseSchedule(fs *flag.FlagSet, args []string) (string, e
 func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var req api.ScheduleRequest
-	var allow stringList
+	var allow []string
 	fs.StringVar(&req.Goal, "goal", "", "`TEXT`: what each run should do (required)")
 	fs.StringVar(&req.Agent, "agent", "", "give the goal to this existing `AGENT` each time")
 	fs.StringVar(&req.Template, "template", "", "create a fresh agent named `PREFIX`-xxxxxx for each run")
@@ -115,7 +115,7 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs.StringVar(&req.TimeZone, "tz", "", "read the spec in this IANA time `ZONE` (e.g. America/New_York)")
 	fs.StringVar(&req.Autonomy.Mode, "autonomy", "", "`MODE`: ask, auto or patterns (default ask; auto with --steps, patterns with --allow)")
 	fs.IntVar(&req.Autonomy.Steps, "steps", 0, "with auto: how many (`N`) proposals run without asking (default --max-steps)")
-	fs.Var(&allow, "allow", "a permission `PATTERN` whose matches run unasked (repeatable)")
+	fs.Func("allow", "a permission `PATTERN` whose matches run unasked (repeatable)", func(v string) error { allow = append(allow, v); return nil })
 	fs.IntVar(&req.Budget.MaxSteps, "max-steps", 0, "stop each run after `N` steps")
 	fs.Int64Var(&req.Budget.MaxTokens, "max-tokens", 0, "stop each run after `N` model tokens")
 	fs.StringVar(&req.Budget.MaxTime, "max-time", "", "stop each run after this `DURATION` (e.g. 15m)")
