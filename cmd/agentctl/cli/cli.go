@@ -177,7 +177,7 @@ func (a *app) exit(err error) int {
 		}
 		fmt.Fprintf(a.stderr, "usage: %s\n", a.cmd.usageLine())
 		if a.fs != nil {
-			printFlags(a.stderr, a.fs)
+			printFlags(a.stderr, a.fs, "")
 		}
 		fmt.Fprintf(a.stderr, "Run 'agentctl help %s' for details.\n", a.cmd.name)
 		return exitUsage

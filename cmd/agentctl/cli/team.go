@@ -228,12 +228,12 @@ func writeTeamRun(a *app, _ string, r *api.TeamRun) {
 	}
 	if len(r.Agents) > 0 {
 		fmt.Fprintln(w, "agents:")
-		for _, role := range sortedKeys(r.Agents) {
+		for _, role := range slices.Sorted(maps.Keys(r.Agents)) {
 			fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
 		}
 	}
 	fmt.Fprintln(w, "variables:")
-	for _, k := range sortedKeys(r.Vars) {
+	for _, k := range slices.Sorted(maps.Keys(r.Vars)) {
 		v := r.Vars[k]
 		if v == "" {
 			v = "(empty)"
@@ -289,5 +289,3 @@ func writeTurn(w io.Writer, t, prev *api.TeamTurn) {
 		fmt.Fprintf(w, "    (%s) %s\n", t.Kind, t.Text)
 	}
 }
-
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
