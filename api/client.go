@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,10 +170,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		var e ErrorResponse
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-			if e.Error == "" {
-				e.Error = resp.Status
-			}
+			e.Error = cmp.Or(strings.TrimSpace(string(b)), resp.Status)
 		}
 		return nil, &APIError{Status: resp.StatusCode, Message: e.Error}
 	}

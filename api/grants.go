@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -119,10 +120,7 @@ func (g *Grant) Describe() string {
 // Name names the grant for people, without what is left of it: "root's y -3". A
 // decision the grant made carries it as GrantLabel, and the count as fields.
 func (g *Grant) Name() string {
-	who := g.By
-	if who == "" {
-		who = g.Source
-	}
+	who := cmp.Or(g.By, g.Source)
 	switch g.Kind {
 	case GrantPattern:
 		return "rule " + g.Pattern + " added by " + who + " " + g.CreatedAt.UTC().Format(time.DateOnly)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -188,12 +189,7 @@ func (r MemoryRecord) When() (time.Time, error) {
 }
 
 // From is the memory's source: the speaker or the source, whichever the record has.
-func (r MemoryRecord) From() string {
-	if r.Speaker != "" {
-		return r.Speaker
-	}
-	return r.Source
-}
+func (r MemoryRecord) From() string { return cmp.Or(r.Speaker, r.Source) }
 
 // MemoryKind is the kind r is stored as: its own, else chat for a speaker's words, else note.
 func (r MemoryRecord) MemoryKind() string {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/url"
 	"reflect"
 	"slices"
@@ -79,11 +80,7 @@ func decodeQuery(q url.Values, dsts ...any) error {
 			continue
 		}
 		if err := setText(f.v, s); err != nil {
-			want := f.want
-			if want == "" {
-				want = err.Error()
-			}
-			return Errorf(ErrBadRequest, "%s %q: want %s", f.name, s, want)
+			return Errorf(ErrBadRequest, "%s %q: want %s", f.name, s, cmp.Or(f.want, err.Error()))
 		}
 	}
 	return nil

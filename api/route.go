@@ -67,7 +67,7 @@ func (rt Route[In, Out]) Serve(s Service, r *http.Request, decodeBody func(any) 
 	if isNone[Out]() {
 		return status, nil, nil
 	}
-	return status, nonNil(out), nil
+	return status, NonNil(out), nil
 }
 
 // URL is the route's path with ref in its one path value, and query when it has one.
@@ -131,8 +131,9 @@ func isNone[T any]() bool {
 	return ok
 }
 
-// nonNil makes an empty list encode as [] rather than null, so --json output is stable.
-func nonNil(v any) any {
+// NonNil makes an empty list encode as [] rather than null, in the daemon's replies and
+// agentctl's --json output alike, so they are stable.
+func NonNil(v any) any {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Slice && rv.IsNil() {
 		return reflect.MakeSlice(rv.Type(), 0, 0).Interface()

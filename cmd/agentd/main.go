@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/server"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -136,17 +138,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 
 // reportCheck says what --check-config found in a config that loads: ok, with its warnings.
 func reportCheck(stdout, stderr io.Writer, path string, warns []config.Problem) int {
-	where := path
-	if where == "" {
-		where = "(defaults, no config file)"
-	}
-	switch len(warns) {
-	case 0:
+	where := cmp.Or(path, "(defaults, no config file)")
+	if len(warns) == 0 {
 		fmt.Fprintf(stdout, "%s: ok\n", where)
-	case 1:
-		fmt.Fprintf(stdout, "%s: ok, 1 warning\n", where)
-	default:
-		fmt.Fprintf(stdout, "%s: ok, %d warnings\n", where, len(warns))
+	} else {
+		fmt.Fprintf(stdout, "%s: ok, %s\n", where, display.Count(len(warns), "warning", "warnings"))
 	}
 	printWarnings(stderr, warns)
 	return 0

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,7 +56,7 @@ func (a daemonVerbs) runAudit(ctx context.Context, args []string) error {
 		return err
 	}
 	return printList(a.app, list, "no audit entries", "TIME\tAGENT\tKIND\tDETAIL", func(e *api.AuditEntry) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s", formatTime(e.At), line(orDefault(e.Agent, e.AgentID)), line(e.Kind), truncate(detailText(e.Detail), 120))
+		return fmt.Sprintf("%s\t%s\t%s\t%s", formatTime(e.At), line(cmp.Or(e.Agent, e.AgentID)), line(e.Kind), truncate(detailText(e.Detail), 120))
 	})
 }
 

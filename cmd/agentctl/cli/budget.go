@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -101,10 +102,7 @@ func writeBudget(w io.Writer, ag *api.Agent) {
 		}
 		return fmt.Sprint(n)
 	}
-	maxTime := b.MaxTime
-	if maxTime == "" {
-		maxTime = "no bound"
-	}
+	maxTime := cmp.Or(b.MaxTime, "no bound")
 	fmt.Fprintf(w, "budget of %s over all its runs:\n", refOf(ag))
 	fmt.Fprintf(w, "  steps:   %d of %s\n", ag.StepsTotal, bound(int64(b.MaxSteps)))
 	fmt.Fprintf(w, "  tokens:  %d of %s\n", ag.PromptTokens+ag.EvalTokens, bound(b.MaxTokens))

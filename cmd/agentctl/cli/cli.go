@@ -3,10 +3,11 @@
 // a chat bot or a test can do the same way.
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
-// method on the type of its verb group (verbs.go), save pause, resume and stop, which
-// differ only in the call they make and share lifecycle.go; the commands list in init is
-// the one place a verb is registered. Run parses the global flags, dispatches, and turns errors
-// into exit codes and messages that say how to fix the problem.
+// method on the type of its verb group (verbs.go), or runX(ctx, ref) for one that takes
+// one agent (or schedule) and no flags (oneRef parses it), save pause, resume and stop,
+// which differ only in the call they make and share lifecycle.go; the commands list in
+// init is the one place a verb is registered. Run parses the global flags, dispatches,
+// and turns errors into exit codes and messages that say how to fix the problem.
 package cli
 
 import (
@@ -20,7 +21,6 @@ import (
 	"net/url"
 	"os"
 	osuser "os/user"
-	"reflect"
 	"syscall"
 
 	"github.com/agentd/agentd/api"
@@ -109,10 +109,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func (a *app) run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("agentctl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	a.globalFlags(fs)
+	fs := a.flagSet("agentctl")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			a.printOverview(a.stdout)
@@ -132,9 +129,15 @@ func (a *app) run(ctx context.Context, args []string) error {
 	return a.cmd.run(a, ctx, rest[1:])
 }
 
-func (a *app) globalFlags(fs *flag.FlagSet) {
+// flagSet returns a flag set named name that holds the global flags and prints nothing:
+// exit and printHelp say what is wrong and how to use it.
+func (a *app) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&a.socket, "socket", a.socket, "agentd's unix `socket`")
 	fs.BoolVar(&a.json, "json", a.json, "print results as JSON")
+	return fs
 }
 
 // api returns the client for the daemon at --socket.
@@ -174,7 +177,7 @@ func (a *app) exit(err error) int {
 		}
 		fmt.Fprintf(a.stderr, "usage: %s\n", a.cmd.usageLine())
 		if a.fs != nil {
-			printFlags(a.stderr, a.fs)
+			printFlags(a.stderr, a.fs, "")
 		}
 		fmt.Fprintf(a.stderr, "Run 'agentctl help %s' for details.\n", a.cmd.name)
 		return exitUsage
@@ -198,10 +201,11 @@ func (a *app) explain(err error) string {
 	return err.Error()
 }
 
-// agentErr turns "not found" from a call that names an agent into the way to find it.
+// agentErr turns "not found" from a call that names an agent into the way to find it; a
+// call that names none (ref "": every agent's memories, the config's commands) keeps err.
 func agentErr(ref string, err error) error {
 	var e *api.APIError
-	if errors.Is(err, api.ErrNotFound) && !errors.As(err, &e) {
+	if ref != "" && errors.Is(err, api.ErrNotFound) && !errors.As(err, &e) {
 		return fmt.Errorf("no agent %q: see `agentctl ls`", ref)
 	}
 	return err // the daemon's own words: the agent, the closest name to a typo, agentctl ls
@@ -210,12 +214,8 @@ func agentErr(ref string, err error) error {
 // newFlagSet returns the current command's flag set with the global flags on it, so they
 // may come after the command too.
 func (a *app) newFlagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet(a.cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	a.globalFlags(fs)
-	a.fs = fs
-	return fs
+	a.fs = a.flagSet(a.cmd.name)
+	return a.fs
 }
 
 // parse parses flags placed anywhere among the positional arguments and returns those.
@@ -251,27 +251,11 @@ func (a *app) parse(fs *flag.FlagSet, args []string, verbatimAfter int) ([]strin
 
 // parseAgent parses a command that takes exactly one AGENT.
 func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
-	return a.parseOne(fs, args, agentArg, "AGENT")
+	return agentRef.parse(a, fs, args)
 }
 
 // agentArg is an AGENT argument, as the error for a missing one names it.
 const agentArg = "AGENT (an agent's name or id; see agentctl ls)"
-
-// parseOne parses a command that takes exactly one argument: missing names it and where
-// to find one when it is not there, want names it when there are more.
-func (a *app) parseOne(fs *flag.FlagSet, args []string, missing, want string) (string, error) {
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return "", err
-	}
-	switch len(pos) {
-	case 0:
-		return "", usagef("missing %s", missing)
-	case 1:
-		return pos[0], nil
-	}
-	return "", usagef("too many arguments: want one %s, got %q", want, pos)
-}
 
 // parseNone parses a command that takes flags and no arguments.
 func (a *app) parseNone(args []string) error {
@@ -285,10 +269,7 @@ func (a *app) parseNone(args []string) error {
 // printJSON writes v to stdout as indented JSON; --json output is the client's stable types,
 // an empty list as [] rather than null.
 func (a *app) printJSON(v any) error {
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
-		v = []any{}
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.MarshalIndent(api.NonNil(v), "", "  ")
 	if err != nil {
 		return err
 	}

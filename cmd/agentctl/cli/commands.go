@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -35,9 +36,6 @@ func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 	}
 	list, err := a.api().Commands(ctx, ref)
 	if err != nil {
-		if ref == "" {
-			return err
-		}
 		return agentErr(ref, err)
 	}
 	if a.json {
@@ -49,7 +47,7 @@ func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 		for i, p := range c.Patterns {
 			pats[i] = p.Effect + " " + line(p.Pattern)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), orDefault(strings.Join(pats, ", "), "-"), line(c.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), cmp.Or(strings.Join(pats, ", "), "-"), line(c.Description))
 	}
 	return tw.Flush()
 }

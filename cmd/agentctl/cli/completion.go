@@ -127,8 +127,7 @@ func (a helpVerbs) completeArgs(ctx context.Context, name string, typed []string
 		return nil
 	}
 	if strings.HasPrefix(cur, "-") {
-		flags := slices.Compact(slices.Sorted(slices.Values(append(flagInArgs.FindAllString(cmd.args, -1), "--json", "--help"))))
-		return flags
+		return slices.Compact(slices.Sorted(slices.Values(append(flagInArgs.FindAllString(cmd.args, -1), "--json", "--help"))))
 	}
 	var pos []string
 	for _, w := range typed {

@@ -27,18 +27,12 @@ out the run ends (outcome budget_exhausted) and the agent goes idle.
 // maxGoals is how many goals an agent may have.
 const maxGoals = 5
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ", ") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
 func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	name := fs.String("name", "", "the agent's `NAME`")
 	role := fs.String("role", "", "what the agent is, in a phrase: its `ROLE` (description)")
-	var goals stringList
-	fs.Var(&goals, "goal", "a `GOAL` for the agent; repeat for up to 5")
+	var goals []string
+	fs.Func("goal", "a `GOAL` for the agent; repeat for up to 5", func(v string) error { goals = append(goals, v); return nil })
 	start := fs.Bool("start", false, "start working on the goals at once")
 	var rb runBudgetFlags
 	pos, budget, err := rb.parse(a.app, fs, args)

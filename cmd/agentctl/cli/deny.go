@@ -13,13 +13,9 @@ var denyCmd = &command{
 	long: `Deny refuses the command the agent is waiting on. The command does not run, the run
 ends, and the agent stays idle with its history until you give it a new task with
 'agentctl task'. To steer it instead of stopping it, use 'agentctl feedback'.`,
-	run: verb(decisionVerbs.runDeny),
+	run: verb(oneRef(agentRef, decisionVerbs.runDeny)),
 }
 
-func (a decisionVerbs) runDeny(ctx context.Context, args []string) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a decisionVerbs) runDeny(ctx context.Context, ref string) error {
 	return a.decide(ctx, ref, api.DecideRequest{Kind: api.DecisionDeny})
 }

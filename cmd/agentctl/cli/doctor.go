@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -59,17 +60,11 @@ func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	if a.json {
-		if err := a.printJSON(api.DoctorReport{Checks: checks}); err != nil {
-			return err
-		}
-	} else {
-		writeChecks(a.stdout, checks)
+	if err := printResult(a.app, api.DoctorReport{Checks: checks}, nil, func() { writeChecks(a.stdout, checks) }); err != nil {
+		return err
 	}
-	for _, c := range checks {
-		if c.Status == api.CheckFail {
-			return errChecksFailed
-		}
+	if slices.ContainsFunc(checks, func(c api.Check) bool { return c.Status == api.CheckFail }) {
+		return errChecksFailed
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -174,7 +175,7 @@ func (f *follower) intro(ag *api.Agent) error {
 	f.sync(ag, time.Time{})
 	defer f.settle()
 	if f.run != "" && !f.stay && ag.State == api.StateIdle && ag.RunID == f.run {
-		f.printf("finished: %s\n", line(orDefault(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended")))
+		f.printf("finished: %s\n", line(cmp.Or(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended")))
 		return &endFollow{}
 	}
 	switch {
@@ -227,10 +228,8 @@ func (f *follower) stream(ctx context.Context) error {
 			f.locked(func() { f.notef("lost the event stream: %s; reconnecting…", msg) })
 			lastMsg = msg
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, streamBackoff.Next(attempt)) {
 			return nil
-		case <-time.After(streamBackoff.Next(attempt)):
 		}
 		attempt++
 		if err := f.resync(ctx); err != nil {
@@ -279,10 +278,7 @@ func (f *follower) seq() int64 {
 func (f *follower) ref() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.name != "" {
-		return f.name
-	}
-	return f.id
+	return cmp.Or(f.name, f.id)
 }
 
 func (f *follower) locked(fn func()) {
@@ -326,10 +322,7 @@ func (f *follower) endIfStuck() {
 	if f.pending == nil {
 		what = "an answer to its question"
 	}
-	ref := f.name
-	if ref == "" {
-		ref = f.id
-	}
+	ref := cmp.Or(f.name, f.id)
 	if f.pending != nil {
 		f.notef("(input closed while agent %s waits for %s; it keeps waiting: decide with agentctl approve|deny|feedback %s)", ref, what, ref)
 	} else {

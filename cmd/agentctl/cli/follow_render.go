@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -83,7 +85,7 @@ func (f *follower) handle(ev api.Event) error {
 			f.ask(q, ev.Time)
 		}
 	case api.EventFinish:
-		f.printf("%sfinished: %s\n", stamp(ev.Time), line(orDefault(ev.Message, "the run ended")))
+		f.printf("%sfinished: %s\n", stamp(ev.Time), line(cmp.Or(ev.Message, "the run ended")))
 		f.pending, f.question = nil, nil
 		if ev.Agent != nil {
 			f.state, f.reason = ev.Agent.State, ev.Agent.StateReason // "finished" says it
@@ -115,14 +117,7 @@ func beforeDecision(ag *api.Agent) *api.Agent {
 // grantNote confirms what a person's decision stored beyond this proposal, and how to
 // undo it: y! (an exact grant), n! (a deny pattern) and y -N (a count grant).
 func (f *follower) grantNote(d *api.Decision) string {
-	ref := f.name
-	if ref == "" {
-		ref = f.id
-	}
-	call := f.calls[d.ProposalID]
-	if call == "" {
-		call = "this command"
-	}
+	ref, call := cmp.Or(f.name, f.id), cmp.Or(f.calls[d.ProposalID], "this command")
 	switch {
 	case d.Source == "grant" || d.Source == "policy":
 		return "" // an automatic approval names its grant or rule on the decision line
@@ -192,25 +187,15 @@ func (f *follower) sync(ag *api.Agent, t time.Time) {
 	if ag.State == api.StatePaused {
 		if ex := f.exhausted; ex != nil && ex.Scope == api.BudgetScopeAgent {
 			// resume refuses an agent over its budget: raising the budget resumes it.
-			f.notef("(over its %s budget: raise it with agentctl budget %s %s, and it goes on)", budgetNoun(ex.Kind), refOf(ag), budgetFlag(ex.Kind))
+			f.notef("(over its %s budget: raise it with agentctl budget %s %s, and it goes on)", strings.TrimSuffix(ex.Kind, "s"), refOf(ag), budgetFlag(ex.Kind))
 		} else {
 			f.notef("(resume it with: agentctl resume %s)", refOf(ag))
 		}
 	}
 }
 
-// budgetNoun and budgetFlag name a budget kind (steps, tokens, time) in a note and as
-// the agentctl budget flag that raises it.
-func budgetNoun(kind string) string {
-	switch kind {
-	case "steps":
-		return "step"
-	case "tokens":
-		return "token"
-	}
-	return kind
-}
-
+// budgetFlag names a budget kind (steps, tokens, time) as the agentctl budget flag that
+// raises it.
 func budgetFlag(kind string) string {
 	switch kind {
 	case "steps":

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,13 +53,14 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // truncate shortens s to at most n characters on one line, marking the cut with "…".
-func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+func truncate(s string, n int) string { return cutRunes(oneParagraph(s), n) }
+
+// cutRunes shortens s to at most n characters, marking the cut with "…".
+func cutRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
 	}
-	return string(r[:n-1]) + "…"
+	return s
 }
 
 // writeResult writes the first lines (resultLines) of an episode's result, each indented
@@ -84,11 +86,7 @@ func writeResult(w io.Writer, ep *api.Episode, head, indent string) {
 			fmt.Fprintf(w, "%s… %d more lines\n", indent, len(lines)-n)
 			return
 		}
-		l = strings.TrimRight(l, "\r")
-		if r := []rune(l); len(r) > resultLineMax {
-			l = string(r[:resultLineMax-1]) + "…"
-		}
-		fmt.Fprintf(w, "%s%s\n", indent, l)
+		fmt.Fprintf(w, "%s%s\n", indent, cutRunes(strings.TrimRight(l, "\r"), resultLineMax))
 	}
 }
 
@@ -171,13 +169,8 @@ func decisionString(d *api.Decision) string {
 	default:
 		s = string(d.Kind)
 	}
-	by := line(d.By)
-	if d.ByName != "" { // a chat user: their display name, not their id
-		by = line(d.ByName)
-	}
-	if by == "" {
-		by = "someone"
-	}
+	// A chat user by their display name, not their id.
+	by := cmp.Or(line(cmp.Or(d.ByName, d.By)), "someone")
 	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
 		s += " by " + line(d.GrantText())
 	} else if d.Source == "policy" {
@@ -277,12 +270,4 @@ func table(w io.Writer, header ...string) *tabwriter.Writer {
 		fmt.Fprintln(tw, h)
 	}
 	return tw
-}
-
-// orDefault is s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

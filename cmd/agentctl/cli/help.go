@@ -85,28 +85,17 @@ Run 'agentctl help COMMAND' or 'agentctl COMMAND -h' for more about a command.
 // printHelp writes c's full help: usage, description and flags.
 func (a *app) printHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", c.usageLine(), strings.TrimSpace(c.long))
-	if fs != nil && ownFlags(fs) > 0 {
-		fmt.Fprintln(w)
-		printFlags(w, fs)
+	if fs != nil {
+		printFlags(w, fs, "\n")
 	}
 	fmt.Fprintln(w, "\nGlobal flags --socket PATH and --json work with every command; see 'agentctl help'.")
 }
 
-// ownFlags counts a command's flags other than the global ones.
-func ownFlags(fs *flag.FlagSet) int {
-	n := 0
-	fs.VisitAll(func(f *flag.Flag) {
-		if !isGlobalFlag(f.Name) {
-			n++
-		}
-	})
-	return n
-}
-
 func isGlobalFlag(name string) bool { return name == "socket" || name == "json" }
 
-// printFlags lists a command's own flags (not the global ones), long names with "--".
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// printFlags lists a command's own flags (not the global ones), long names with "--",
+// after lead; it prints nothing, lead included, for a command without flags.
+func printFlags(w io.Writer, fs *flag.FlagSet, lead string) {
 	var lines []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if isGlobalFlag(f.Name) {
@@ -129,7 +118,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Flags:")
+	fmt.Fprint(w, lead+"Flags:\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	for _, l := range lines {
 		fmt.Fprintln(tw, l)

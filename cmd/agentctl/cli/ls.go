@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -54,7 +55,7 @@ func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 		if ag.Unchecked != "" { // `agentctl show` says what
 			state += " (unchecked change)"
 		}
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(state), ag.Step, truncate(orDefault(task, "-"), lsTaskMax))
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(state), ag.Step, truncate(cmp.Or(task, "-"), lsTaskMax))
 		return err
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -113,8 +114,8 @@ func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []strin
 		return usagef("missing TEXT: what to remember")
 	}
 	m, err := api.AddMemoryRoute.Do(ctx, a.api(), "", api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
-	return printResult(a.app, m, memoryErr(f.agent, err), func() {
-		fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m))
+	return printResult(a.app, m, agentErr(f.agent, err), func() {
+		fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m.Agent, m.AgentID))
 	})
 }
 
@@ -129,7 +130,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	}
 	hits, err := api.SearchMemoryRoute.Do(ctx, a.api(), "", req)
 	if err != nil {
-		return memoryErr(f.agent, err)
+		return agentErr(f.agent, err)
 	}
 	if a.json {
 		return a.printJSON(hits)
@@ -147,7 +148,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	}
 	tw := table(a.stdout, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
 	for _, m := range hits {
-		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
+		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(m.Agent, m.AgentID)),
 			truncate(m.Source, 30), line(m.ID), truncate(why(m.Why), 40), truncate(m.Text, 70))
 	}
 	return tw.Flush()
@@ -159,10 +160,10 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 	}
 	list, err := api.MemoriesRoute.Do(ctx, a.api(), "", api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
 	if err != nil {
-		return memoryErr(f.agent, err)
+		return agentErr(f.agent, err)
 	}
 	return printList(a.app, list, "no memories yet", "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT", func(m *api.Memory) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", line(m.ID), line(m.Kind), line(owner(m)), truncate(m.Source, 30),
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", line(m.ID), line(m.Kind), line(owner(m.Agent, m.AgentID)), truncate(m.Source, 30),
 			formatTime(m.CreatedAt), truncate(m.Text, 70))
 	})
 }
@@ -221,21 +222,5 @@ func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex boo
 	return a.printAgentStats(st.Agents)
 }
 
-// owner names a memory's agent, or says it is shared.
-func owner(m *api.Memory) string {
-	switch {
-	case m.Agent != "":
-		return m.Agent
-	case m.AgentID != "":
-		return m.AgentID
-	}
-	return "(shared)"
-}
-
-// memoryErr explains a not-found from a call that named an agent.
-func memoryErr(agent string, err error) error {
-	if agent == "" {
-		return err
-	}
-	return agentErr(agent, err)
-}
+// owner names the agent a memory (or its stats) belongs to, or says it is shared.
+func owner(agent, id string) string { return cmp.Or(agent, id, "(shared)") }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -35,10 +34,19 @@ type importLine struct {
 	size int
 }
 
-// scanImport reads the records of an import file in order, calling fn with each; a line
-// that is not a record is passed with its error (rec zero). Blank lines are skipped.
-func scanImport(r io.Reader, fn func(l importLine, err error) error) error {
-	sc := bufio.NewScanner(r)
+// scanImport reads the records of the import file at path in order, calling fn with
+// each; a line that is not a record is passed with its error (rec zero). Blank lines are
+// skipped. Its own errors name the file, and the line when there is one.
+func scanImport(path string, fn func(l importLine, err error) error) error {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("memory import: no file %s: give the path of a JSONL file (one JSON object a line)", path)
+	}
+	if err != nil {
+		return fmt.Errorf("memory import: %w", err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
 	n := 0
 	for sc.Scan() {
@@ -52,10 +60,13 @@ func scanImport(r io.Reader, fn func(l importLine, err error) error) error {
 			return err
 		}
 	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return fmt.Errorf("%d: the line is over %d bytes: a record's text is at most %d bytes; split it into several records", n+1, maxImportLine, api.MaxTextBytes)
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("%s:%d: the line is over %d bytes: a record's text is at most %d bytes; split it into several records", path, n+1, maxImportLine, api.MaxTextBytes)
+	case err != nil:
+		return fmt.Errorf("%s:%v", path, err)
 	}
-	return sc.Err()
+	return nil
 }
 
 // decodeRecord reads one line into rec, saying what is wrong and how to fix it.
@@ -104,31 +115,18 @@ func (a memoryVerbs) memoryImport(ctx context.Context, f memoryFlags, rest []str
 		return err
 	}
 	imported, err := a.sendImport(ctx, path, f.agent)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(api.MemoryImportResult{Imported: imported})
-	}
-	fmt.Fprintf(a.stdout, "imported %s from %s\n", display.Count(imported, "memory", "memories"), path)
-	return nil
+	return printResult(a.app, api.MemoryImportResult{Imported: imported}, err, func() {
+		fmt.Fprintf(a.stdout, "imported %s from %s\n", display.Count(imported, "memory", "memories"), path)
+	})
 }
 
 // checkImportFile reads the whole file, returning the agents its records name (with their
 // first line) and how many records it has, or every bad line (up to maxBadLines).
 func checkImportFile(path, defaultAgent string) (map[string]int, int, error) {
-	fh, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("memory import: no file %s: give the path of a JSONL file (one JSON object a line)", path)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("memory import: %w", err)
-	}
-	defer fh.Close()
 	agents := map[string]int{}
 	var bad []string
 	nbad, records := 0, 0
-	err = scanImport(fh, func(l importLine, err error) error {
+	err := scanImport(path, func(l importLine, err error) error {
 		records++
 		if err != nil {
 			if nbad++; nbad <= maxBadLines {
@@ -144,7 +142,7 @@ func checkImportFile(path, defaultAgent string) (map[string]int, int, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s:%v", path, err)
+		return nil, 0, err
 	}
 	if nbad > 0 {
 		if nbad > maxBadLines {
@@ -172,11 +170,6 @@ func (a memoryVerbs) checkImportAgents(ctx context.Context, path string, agents 
 // A batch the daemon refuses stores nothing; the batches before it are kept, and the error
 // says so (importing the file again replaces them, it does not double them).
 func (a memoryVerbs) sendImport(ctx context.Context, path, agent string) (int, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("memory import: %w", err)
-	}
-	defer fh.Close()
 	imported, lastLine := 0, 0
 	req := api.MemoryImportRequest{Agent: agent}
 	size := 0
@@ -196,7 +189,7 @@ func (a memoryVerbs) sendImport(ctx context.Context, path, agent string) (int, e
 		req.Records, req.Lines, size = req.Records[:0], req.Lines[:0], 0
 		return nil
 	}
-	err = scanImport(fh, func(l importLine, err error) error {
+	err := scanImport(path, func(l importLine, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w (the file changed during the import)", path, l.line, err)
 		}
@@ -228,7 +221,7 @@ func (a memoryVerbs) memoryExport(ctx context.Context, f memoryFlags, rest []str
 	for {
 		page, err := api.ExportMemoryRoute.Do(ctx, a.api(), "", req)
 		if err != nil {
-			return memoryErr(f.agent, err)
+			return agentErr(f.agent, err)
 		}
 		for _, r := range page.Records {
 			if err := enc.Encode(r); err != nil {

@@ -35,20 +35,14 @@ func (a memoryVerbs) printAgentStats(agents []api.MemoryAgentStats) error {
 	fmt.Fprintln(a.stdout)
 	tw := table(a.stdout, "AGENT\tMEMORIES\tSIZE\tOLDEST\tNEWEST\tKINDS")
 	for _, s := range agents {
-		name := cmpName(s)
 		var kinds []string
 		for _, k := range slices.Sorted(maps.Keys(s.Kinds)) {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, s.Kinds[k]))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", line(name), s.Count, byteSize(s.Bytes), formatTime(s.Oldest), formatTime(s.Newest),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", line(owner(s.Agent, s.AgentID)), s.Count, byteSize(s.Bytes), formatTime(s.Oldest), formatTime(s.Newest),
 			strings.Join(kinds, ", "))
 	}
 	return tw.Flush()
-}
-
-func cmpName(s api.MemoryAgentStats) string {
-	m := api.Memory{AgentID: s.AgentID, Agent: s.Agent}
-	return owner(&m)
 }
 
 // byteSize is n bytes for people: 512 B, 4.2 kB, 1.3 MB.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -133,7 +134,7 @@ func (a policyVerbs) printPolicy(v *api.PolicyView, grants []api.Grant) error {
 	} else {
 		tw := table(a.stdout, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
 		for _, p := range v.Permissions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDefault(line(p.CreatedBy), "-"), reach(p))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), cmp.Or(line(p.CreatedBy), "-"), reach(p))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -100,7 +100,7 @@ func (a policyVerbs) printGrants(gs []api.Grant) error {
 	fmt.Fprintln(a.stdout)
 	tw := table(a.stdout, "GRANT\tMADE AS\tMATCHES\tBY\tMADE\tENDS\tSTATE")
 	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(g.ID), line(g.Label), grantMatches(&g), line(grantBy(&g)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(g.ID), line(g.Label), grantMatches(&g), line(via(g.By, g.Source)),
 			formatTime(g.CreatedAt), grantEnds(&g), line(g.State))
 	}
 	if err := tw.Flush(); err != nil {
@@ -145,13 +145,6 @@ func grantMatches(g *api.Grant) string {
 		return line(g.Pattern)
 	}
 	return "any proposal but execute commands"
-}
-
-func grantBy(g *api.Grant) string {
-	if g.By == "" {
-		return g.Source
-	}
-	return g.By + " via " + g.Source
 }
 
 // grantEnds says when a grant ends: its count left, its expiry, its run.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -86,9 +87,7 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 			req.Command, req.Subject = m[1], m[2]
 		}
 	}
-	if req.Command == "" {
-		req.Command = "execute_shell"
-	}
+	req.Command = cmp.Or(req.Command, "execute_shell")
 	v, err := api.TestPolicyRoute.Do(ctx, a.api(), ref, req)
 	if err != nil {
 		return agentErr(ref, err)
@@ -110,8 +109,8 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 			fmt.Fprintf(tw, "%s\t%s, unchanged since granted (sha256 %s)\n", label, line(f.Path), line(shortHash(f.SHA256)))
 		}
 	}
-	fmt.Fprintf(tw, "pattern\t%s\n", orDefault(v.Pattern, "-"))
-	fmt.Fprintf(tw, "from\t%s\n", orDefault(v.Source, "-"))
+	fmt.Fprintf(tw, "pattern\t%s\n", cmp.Or(v.Pattern, "-"))
+	fmt.Fprintf(tw, "from\t%s\n", cmp.Or(v.Source, "-"))
 	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
 	if d := v.Decision; d != nil && api.ProfileText(d.Profile) != "" {
 		fmt.Fprintf(tw, "runs\t%s\n", api.ProfileText(d.Profile))
@@ -122,7 +121,7 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 	fmt.Fprintln(a.stdout)
 	tw = table(a.stdout, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
 	for _, c := range v.Commands {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDefault(c.Pattern, "-"), orDefault(c.Source, "-"), line(c.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, cmp.Or(c.Pattern, "-"), cmp.Or(c.Source, "-"), line(c.Reason))
 	}
 	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -24,10 +25,7 @@ ollama.hosts, [memory], [web_commands], [shell], [mcp], …) is listed as needin
 
 // writeReload says what a reload applied and what waits for a restart.
 func writeReload(a *app, _ string, res *api.ReloadResult) {
-	where := res.Config
-	if where == "" {
-		where = "(defaults, no config file)"
-	}
+	where := cmp.Or(res.Config, "(defaults, no config file)")
 	switch {
 	case len(res.Applied) == 0:
 		fmt.Fprintf(a.stdout, "reloaded %s: nothing to apply\n", where)

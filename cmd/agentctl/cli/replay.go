@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -19,10 +20,7 @@ it returned. Give a run id (from agentctl history) or an agent, for its latest r
 // writeReplay prints a run as it happened: each step's thoughts, proposal, decisions and result.
 func writeReplay(a *app, _ string, r *api.Replay) {
 	run := r.Run
-	name := run.Agent
-	if name == "" {
-		name = run.AgentID
-	}
+	name := cmp.Or(run.Agent, run.AgentID)
 	fmt.Fprintf(a.stdout, "run %s of %s, started %s\n", run.ID, name, formatTime(run.StartedAt))
 	fmt.Fprintf(a.stdout, "task: %s\n", oneParagraph(run.Task))
 	for _, s := range r.Steps {

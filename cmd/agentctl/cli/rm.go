@@ -13,14 +13,10 @@ var rmCmd = &command{
 	short: "delete an agent and its history",
 	long: `Rm stops the agent and deletes it with its history. This cannot be undone; to keep the
 history, use 'agentctl stop' instead.`,
-	run: verb(agentVerbs.runRm),
+	run: verb(oneRef(agentRef, agentVerbs.runRm)),
 }
 
-func (a agentVerbs) runRm(ctx context.Context, args []string) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a agentVerbs) runRm(ctx context.Context, ref string) error {
 	if err := api.DeleteAgentRoute.Send(ctx, a.api(), ref, api.None{}); err != nil {
 		return agentErr(ref, err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -88,8 +89,8 @@ skipped or missed firings are posted.`,
 
 // scheduleActions are schedule's sub-commands.
 var scheduleActions = map[string]func(scheduleVerbs, context.Context, []string) error{
-	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": scheduleVerbs.scheduleShow, "rm": scheduleVerbs.scheduleRm,
-	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": scheduleVerbs.scheduleRunNow,
+	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": oneRef(scheduleRef, scheduleVerbs.scheduleShow), "rm": oneRef(scheduleRef, scheduleVerbs.scheduleRm),
+	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": oneRef(scheduleRef, scheduleVerbs.scheduleRunNow),
 	"history": scheduleVerbs.scheduleHistory, "edit": scheduleVerbs.scheduleEdit,
 }
 
@@ -106,7 +107,7 @@ func (a scheduleVerbs) parseSchedule(fs *flag.FlagSet, args []string) (string, e
 func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var req api.ScheduleRequest
-	var allow stringList
+	var allow []string
 	fs.StringVar(&req.Goal, "goal", "", "`TEXT`: what each run should do (required)")
 	fs.StringVar(&req.Agent, "agent", "", "give the goal to this existing `AGENT` each time")
 	fs.StringVar(&req.Template, "template", "", "create a fresh agent named `PREFIX`-xxxxxx for each run")
@@ -114,7 +115,7 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs.StringVar(&req.TimeZone, "tz", "", "read the spec in this IANA time `ZONE` (e.g. America/New_York)")
 	fs.StringVar(&req.Autonomy.Mode, "autonomy", "", "`MODE`: ask, auto or patterns (default ask; auto with --steps, patterns with --allow)")
 	fs.IntVar(&req.Autonomy.Steps, "steps", 0, "with auto: how many (`N`) proposals run without asking (default --max-steps)")
-	fs.Var(&allow, "allow", "a permission `PATTERN` whose matches run unasked (repeatable)")
+	fs.Func("allow", "a permission `PATTERN` whose matches run unasked (repeatable)", func(v string) error { allow = append(allow, v); return nil })
 	fs.IntVar(&req.Budget.MaxSteps, "max-steps", 0, "stop each run after `N` steps")
 	fs.Int64Var(&req.Budget.MaxTokens, "max-tokens", 0, "stop each run after `N` model tokens")
 	fs.StringVar(&req.Budget.MaxTime, "max-time", "", "stop each run after this `DURATION` (e.g. 15m)")
@@ -225,11 +226,7 @@ func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 		})
 }
 
-func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a scheduleVerbs) scheduleShow(ctx context.Context, ref string) error {
 	s, err := api.ScheduleRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return err
@@ -299,7 +296,7 @@ func writeRuns(w io.Writer, runs []api.ScheduleRun) {
 		if r.Manual {
 			when += " (run-now)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, orDefault(r.AgentID, "-"), truncate(r.Reason, 100))
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, cmp.Or(r.AgentID, "-"), truncate(r.Reason, 100))
 	}
 	tw.Flush()
 }
@@ -324,19 +321,11 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 	})
 }
 
-func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
-	if err := api.RemoveScheduleRoute.Send(ctx, a.api(), ref, api.None{}); err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(map[string]string{"removed": ref})
-	}
-	fmt.Fprintf(a.stdout, "schedule %s removed\n", ref)
-	return nil
+func (a scheduleVerbs) scheduleRm(ctx context.Context, ref string) error {
+	err := api.RemoveScheduleRoute.Send(ctx, a.api(), ref, api.None{})
+	return printResult(a.app, map[string]string{"removed": ref}, err, func() {
+		fmt.Fprintf(a.stdout, "schedule %s removed\n", ref)
+	})
 }
 
 func (a scheduleVerbs) schedulePause(ctx context.Context, args []string) error {
@@ -354,11 +343,7 @@ func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, route 
 	})(a.app, ctx, args)
 }
 
-func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error {
-	ref, err := a.parseSchedule(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a scheduleVerbs) scheduleRunNow(ctx context.Context, ref string) error {
 	r, err := api.RunScheduleRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return err

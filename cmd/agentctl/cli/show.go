@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -22,14 +23,10 @@ question waiting for your answer, how many tokens it has used, and its helper ag
 (named PARENT/NAME; they were started by the agent with start_agent).
 
 AGENT is the agent's name or id.`,
-	run: verb(agentVerbs.runShow),
+	run: verb(oneRef(agentRef, agentVerbs.runShow)),
 }
 
-func (a agentVerbs) runShow(ctx context.Context, args []string) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a agentVerbs) runShow(ctx context.Context, ref string) error {
 	ag, err := api.AgentRoute.Do(ctx, a.api(), ref, api.None{})
 	if err != nil {
 		return agentErr(ref, err)
@@ -97,7 +94,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 		fmt.Fprintln(w, "\nRuns (latest first):")
 		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
 		for _, r := range ag.Runs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(orDefault(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(r.Task, 60))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(cmp.Or(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(r.Task, 60))
 		}
 		tw.Flush()
 	}

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 var teamCmd = &command{
@@ -178,10 +178,8 @@ func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 		case ended:
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, streamBackoff.Next(attempt)) {
 			return nil
-		case <-time.After(streamBackoff.Next(attempt)):
 		}
 		attempt++
 	}
@@ -230,12 +228,12 @@ func writeTeamRun(a *app, _ string, r *api.TeamRun) {
 	}
 	if len(r.Agents) > 0 {
 		fmt.Fprintln(w, "agents:")
-		for _, role := range sortedKeys(r.Agents) {
+		for _, role := range slices.Sorted(maps.Keys(r.Agents)) {
 			fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
 		}
 	}
 	fmt.Fprintln(w, "variables:")
-	for _, k := range sortedKeys(r.Vars) {
+	for _, k := range slices.Sorted(maps.Keys(r.Vars)) {
 		v := r.Vars[k]
 		if v == "" {
 			v = "(empty)"
@@ -291,5 +289,3 @@ func writeTurn(w io.Writer, t, prev *api.TeamTurn) {
 		fmt.Fprintf(w, "    (%s) %s\n", t.Kind, t.Text)
 	}
 }
-
-func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

@@ -72,21 +72,39 @@ func (r refArg) parse(a *app, fs *flag.FlagSet, args []string) (string, error) {
 	if r.want == "" {
 		return "", a.parseNone(args)
 	}
-	return a.parseOne(fs, args, r.missing, r.want)
+	pos, err := a.parse(fs, args, -1)
+	switch {
+	case err != nil:
+		return "", err
+	case len(pos) == 0:
+		return "", usagef("missing %s", r.missing)
+	case len(pos) > 1:
+		return "", usagef("too many arguments: want one %s, got %q", r.want, pos)
+	}
+	return pos[0], nil
+}
+
+// oneRef turns the run of a verb that takes exactly arg, and no flags of its own, into
+// the run of a command or an action: `run: verb(oneRef(agentRef, agentVerbs.runShow))`.
+func oneRef[V ~struct{ *app }](arg refArg, run func(V, context.Context, string) error) func(V, context.Context, []string) error {
+	return func(v V, ctx context.Context, args []string) error {
+		a := struct{ *app }(v).app
+		ref, err := arg.parse(a, a.newFlagSet(), args)
+		if err != nil {
+			return err
+		}
+		return run(v, ctx, ref)
+	}
 }
 
 // refVerb is the run of a command that takes arg, calls route on it and prints what it
 // returns: its JSON with --json, else text.
 func refVerb[Out any](arg refArg, route api.Route[api.None, Out], text func(a *app, ref string, out Out)) func(*app, context.Context, []string) error {
-	return func(a *app, ctx context.Context, args []string) error {
-		ref, err := arg.parse(a, a.newFlagSet(), args)
-		if err != nil {
-			return err
-		}
-		out, err := route.Do(ctx, a.api(), ref, api.None{})
+	return verb(oneRef(arg, func(v struct{ *app }, ctx context.Context, ref string) error {
+		out, err := route.Do(ctx, v.api(), ref, api.None{})
 		if arg.notFound != nil {
 			err = arg.notFound(ref, err)
 		}
-		return printResult(a, out, err, func() { text(a, ref, out) })
-	}
+		return printResult(v.app, out, err, func() { text(v.app, ref, out) })
+	}))
 }

@@ -19,14 +19,10 @@ policy made names the allow or deny pattern that matched and the layer holding i
 (config, agent-config or stored), or continuous mode; one a grant made (y -N, y!, a
 pattern added with agentctl policy add, a schedule's autonomy) names the grant, who made
 it, what was left of it then and what is left now.`,
-	run: verb(agentVerbs.runWhy),
+	run: verb(oneRef(agentRef, agentVerbs.runWhy)),
 }
 
-func (a agentVerbs) runWhy(ctx context.Context, args []string) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
-	}
+func (a agentVerbs) runWhy(ctx context.Context, ref string) error {
 	w, err := api.WhyRoute.Do(ctx, a.api(), ref, api.None{})
 	if errors.Is(err, api.ErrNotFound) {
 		if _, aerr := api.AgentRoute.Do(ctx, a.api(), ref, api.None{}); aerr != nil {
@@ -62,8 +58,13 @@ func cmdWho(d *api.Decision) string {
 	if d.Source == "grant" {
 		return "grant " + d.Grant + " made by " + d.By
 	}
-	if d.By == "" {
-		return d.Source
+	return via(d.By, d.Source)
+}
+
+// via names who did something from where: "root via slack", or the source alone.
+func via(by, source string) string {
+	if by == "" {
+		return source
 	}
-	return d.By + " via " + d.Source
+	return by + " via " + source
 }
