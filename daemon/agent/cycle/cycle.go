@@ -124,7 +124,9 @@ const (
 	StartApply   Kind = "start_apply"
 	PreviewStale Kind = "preview_stale"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
-	// idempotent command runs again.
+	// idempotent command runs again. What a step that Writes wrote before the restart was
+	// never checked: an idempotent one marks the agent and pauses it for a person before
+	// it runs again.
 	Recovered           Kind = "recovered"
 	RecoveredIdempotent Kind = "recovered_idempotent"
 	// RecoveredLate: a restart found started a step whose run had ended (stopped, out of

@@ -401,6 +401,13 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			t.proposal(ProposalFail, true)
 		case t.ev.Kind == RecoveredIdempotent:
 			t.proposal(Approved, false) // the loop starts it again (NextMove)
+			// What it wrote was never checked: a person looks before it runs again, as
+			// after an unchecked end.
+			t.ev.Unchecked = t.ev.Writes
+			t.mark()
+			if t.ev.Writes {
+				t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
+			}
 		default:
 			t.proposal(Interrupted, false)
 			t.agent(AwaitingDecision)
