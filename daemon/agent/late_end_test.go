@@ -242,6 +242,23 @@ func (h *harness) checkpointedAtCrash(p *api.Proposal) {
 	})
 }
 
+// A step the daemon stopped during, which may have written, is asked of a person again:
+// the question says the workspace is unchecked, in the proposal's preview, the rendering
+// agentctl, the chat bots and the web page all show.
+func TestAStepARestartAsksAgainSaysTheWorkspaceIsUnchecked(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
+	h.checkpointedAtCrash(p)
+	h.start()
+	got := h.waitFor(a.ID, "the interrupted proposal", func(a *api.Agent) bool {
+		return a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+	lines, _ := got.Pending.Preview.Render()
+	if shown := strings.Join(lines, "\n"); !strings.Contains(shown, "workspace is unchecked") {
+		t.Fatalf("the step asked again after a restart shows %q: want it to say the workspace is unchecked", shown)
+	}
+}
+
 // An idempotent step the daemon stopped during, which may have written, does not run
 // again unasked: the agent is marked and paused until a person looks and resumes it,
 // then it runs.
