@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,9 +147,17 @@ func (h *held) sandbox(leader int) error {
 	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", leader, leader)); err == nil {
 		candidates = append(candidates, strings.Fields(string(kids))...)
 	}
-	for _, p := range candidates {
-		if n, err := nsOf(p); err == nil && n != self {
+	for _, c := range candidates {
+		p, err := openProc(c)
+		if err != nil {
+			continue
+		}
+		// A child is the leader's still, not a process that took the pid of one that ended.
+		if n, err := p.ns(); err == nil && n != self && (c == candidates[0] || p.parentIs(candidates[0])) {
 			ns, found = n, true
+		}
+		p.close()
+		if found {
 			break
 		}
 	}
@@ -159,22 +169,152 @@ func (h *held) sandbox(leader int) error {
 		return fmt.Errorf("disk usage: cannot list the programs running: %w", err)
 	}
 	l := &lineage{leader: strconv.Itoa(leader), ns: ns, known: map[string]bool{}, steps: 2*len(procs) + 16}
+	root := os.Geteuid() == 0
 	for _, e := range procs {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		n, err := nsOf(e.Name())
-		switch {
-		case err == nil && n == ns:
-			if err := h.process(e.Name()); err != nil {
-				return err
-			}
-		case errors.Is(err, fs.ErrPermission) && l.ofRun(e.Name()):
-			return fmt.Errorf("disk usage: a program of the command made itself unreadable (it runs a program it may not read), "+
-				"so what it holds cannot be counted (/proc/%s/ns/pid: %w): the command was stopped; run programs the agent may read, or run agentd as root", e.Name(), err)
+		// Read by the pid, these only pass over what is none of the run's: every program
+		// of a daemon that is not root has its uid, and one that is neither in the run's
+		// namespace nor unreadable is another's. A pid taken meanwhile is a program
+		// started after the listing, which the next look sees.
+		if !root && !ownedBy(e.Name(), os.Geteuid()) {
+			continue
+		}
+		if n, err := nsOf(e.Name()); n != ns && !errors.Is(err, fs.ErrPermission) {
+			continue
+		}
+		if err := h.look(e.Name(), l); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// look adds what process pid holds when it is a program of the run, judged and read
+// through one handle of it, so that all of it is of the one process.
+func (h *held) look(pid string, l *lineage) error {
+	p, err := openProc(pid)
+	if err != nil {
+		return nil // gone
+	}
+	defer p.close()
+	n, err := p.ns()
+	switch {
+	case err == nil && n == l.ns:
+		return h.process(p)
+	case errors.Is(err, fs.ErrPermission) && l.ofRun(p):
+		return fmt.Errorf("disk usage: a program of the command made itself unreadable (it runs a program it may not read), "+
+			"so what it holds cannot be counted (/proc/%s/ns/pid: %w): the command was stopped; run programs the agent may read, or run agentd as root", pid, err)
+	}
+	return nil
+}
+
+// ownedBy says whether /proc/pid belongs to uid: the process's effective uid, which the
+// kernel shows there even for a program that is not dumpable.
+func ownedBy(pid string, uid int) bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/"+pid, &st) == nil && int(st.Uid) == uid
+}
+
+// proc is a /proc/PID directory held open: every read through it is of that one
+// process, and fails once it has ended, even when another process has taken its pid.
+type proc struct {
+	pid string
+	fd  int
+}
+
+func openProc(pid string) (proc, error) {
+	fd, err := unix.Open("/proc/"+pid, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return proc{pid: pid, fd: fd}, err
+}
+
+func (p proc) close() { unix.Close(p.fd) }
+
+// stat is stat(2) of name beneath the process's directory, following it (a descriptor's
+// or a mapping's link, the namespace's).
+func (p proc) stat(name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(p.fd, name, &st, 0)
+	return st, err
+}
+
+// ns is the pid namespace the process is in.
+func (p proc) ns() ([2]uint64, error) {
+	st, err := p.stat("ns/pid")
+	return [2]uint64{st.Dev, st.Ino}, err
+}
+
+// open opens name beneath the process's directory.
+func (p proc) open(name string) (*os.File, error) {
+	fd, err := unix.Openat(p.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: "/proc/" + p.pid + "/" + name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), "/proc/"+p.pid+"/"+name), nil
+}
+
+func (p proc) read(name string) ([]byte, error) {
+	f, err := p.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func (p proc) list(name string) ([]string, error) {
+	f, err := p.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// parent is the pid of the process's parent, from its stat.
+func (p proc) parent() (string, error) {
+	stat, err := p.read("stat")
+	if err != nil {
+		return "", err
+	}
+	f := statFields(stat)
+	if len(f) < 2 {
+		return "", fmt.Errorf("/proc/%s/stat: unexpected %q", p.pid, stat)
+	}
+	return f[1], nil
+}
+
+// parentIs says whether the process's parent is ppid.
+func (p proc) parentIs(ppid string) bool {
+	got, err := p.parent()
+	return err == nil && got == ppid
+}
+
+// errTop is openParent's answer for the first process of all, which has no parent.
+var errTop = errors.New("no parent")
+
+// openParent opens the process's parent, checked to be its parent still: the process
+// names it after it was opened. A process that took the pid of a parent that ended
+// meanwhile is not, since a child is handed to another parent as its parent exits, before
+// that pid is free. It fails when the process is gone, or its parent cannot be followed.
+func (p proc) openParent() (proc, error) {
+	for range 3 { // a parent that ended is read again: the one the child was handed to
+		ppid, err := p.parent()
+		if err != nil {
+			return proc{}, err
+		}
+		if ppid == "0" {
+			return proc{}, errTop
+		}
+		parent, err := openProc(ppid)
+		if err == nil && p.parentIs(ppid) {
+			return parent, nil
+		} else if err == nil {
+			parent.close()
+		}
+	}
+	return proc{}, fmt.Errorf("/proc/%s: its parent changed while it was read", p.pid)
 }
 
 // lineage tells which processes whose pid namespace the daemon may not read are
@@ -194,36 +334,35 @@ type lineage struct {
 	steps  int             // bounds the parents read in one look (a loop only pid reuse could make)
 }
 
-// ofRun says whether process p is a program of the run; when it cannot tell (a
-// parent gone meanwhile that its child still names, or a walk past every process) it
-// says yes: what the measure cannot see is never taken for nothing.
-func (l *lineage) ofRun(p string) bool {
+// ofRun says whether process p is a program of the run; when it cannot tell (a parent
+// that cannot be followed, or a walk past every process) it says yes: what the measure
+// cannot see is never taken for nothing.
+func (l *lineage) ofRun(p proc) bool {
 	var st unix.Stat_t
-	if unix.Stat("/proc/"+p, &st) != nil || int(st.Uid) != os.Geteuid() {
+	if unix.Fstat(p.fd, &st) != nil || int(st.Uid) != os.Geteuid() {
 		return false // gone, or another uid's: no program of the run
 	}
-	chain, verdict := []string{}, false
-	for cur := p; ; {
-		if v, ok := l.known[cur]; ok {
+	path := []proc{p} // p, then its ancestors as the walk opened them
+	defer func() {
+		for _, q := range path[1:] {
+			q.close()
+		}
+	}()
+	verdict := false
+walk:
+	for {
+		cur := path[len(path)-1]
+		if v, ok := l.known[cur.pid]; ok {
 			verdict = v
 			break
 		}
-		if cur == l.leader {
+		if cur.pid == l.leader {
 			verdict = true
 			break
 		}
-		if n, err := nsOf(cur); err == nil && cur != p {
-			verdict = n == l.ns
-			break
-		}
-		chain = append(chain, cur)
-		parent, err := parentOf(cur)
-		if err != nil && len(chain) > 1 {
-			// cur went away: its child was handed to another parent first, so it names
-			// that one now; if it still names cur, the walk cannot tell.
-			chain = chain[:len(chain)-1]
-			if parent, err = parentOf(chain[len(chain)-1]); err != nil || parent == cur {
-				verdict = true
+		if len(path) > 1 { // an ancestor whose namespace it may read: judged by it
+			if n, err := cur.ns(); err == nil {
+				verdict = n == l.ns
 				break
 			}
 		}
@@ -231,28 +370,26 @@ func (l *lineage) ofRun(p string) bool {
 			verdict = true
 			break
 		}
-		if err != nil || parent == "0" {
-			break // p is gone, or the walk reached the top of the tree
+		parent, err := cur.openParent()
+		switch {
+		case err == nil:
+			path = append(path, parent)
+		case errors.Is(err, errTop) || gone(err) && len(path) == 1:
+			break walk // the top of the tree, or p is gone: no program of the run
+		case gone(err):
+			// An ancestor ended: its child was handed to another parent, which the walk
+			// follows from that child.
+			cur.close()
+			path = path[:len(path)-1]
+		default:
+			verdict = true
+			break walk
 		}
-		cur = parent
 	}
-	for _, c := range chain {
-		l.known[c] = verdict
+	for _, q := range path {
+		l.known[q.pid] = verdict
 	}
 	return verdict
-}
-
-// parentOf is the pid of process p's parent, from /proc/p/stat.
-func parentOf(p string) (string, error) {
-	stat, err := os.ReadFile("/proc/" + p + "/stat")
-	if err != nil {
-		return "", err
-	}
-	f := statFields(stat)
-	if len(f) < 2 {
-		return "", fmt.Errorf("/proc/%s/stat: unexpected %q", p, stat)
-	}
-	return f[1], nil
 }
 
 // statFields are the fields of a /proc stat file after the program's name, which may
@@ -277,18 +414,18 @@ func nsOf(p string) ([2]uint64, error) {
 // that exited shows none); a thread may have a descriptor table of its own, so each is
 // read unless kcmp says it is one already read. A program of many threads and many
 // descriptors costs a look one read of each, not one per thread.
-func (h *held) process(p string) error {
-	tasks, err := os.ReadDir("/proc/" + p + "/task")
+func (h *held) process(p proc) error {
+	tasks, err := p.list("task")
 	if err != nil {
-		return h.unread("/proc/"+p, err)
+		return h.unread(p, "", err)
 	}
-	proc, mapsRead := "/proc/"+p, false
+	mapsRead := false
 	var tables []int // threads whose descriptor tables were read
 	for _, t := range tasks {
-		dir := proc + "/task/" + t.Name()
-		tid, _ := strconv.Atoi(t.Name())
+		dir := "task/" + t
+		tid, _ := strconv.Atoi(t)
 		if !slices.ContainsFunc(tables, func(o int) bool { return sameFiles(o, tid) }) {
-			read, err := h.fds(dir)
+			read, err := h.fds(p, dir)
 			if err != nil {
 				return err
 			}
@@ -297,7 +434,7 @@ func (h *held) process(p string) error {
 			}
 		}
 		if !mapsRead {
-			if mapsRead, err = h.maps(proc, dir); err != nil {
+			if mapsRead, err = h.maps(p, dir); err != nil {
 				return err
 			}
 		}
@@ -313,27 +450,27 @@ func sameFiles(a, b int) bool {
 	return errno == 0 && r == 0
 }
 
-// fds adds what the thread at dir holds through its descriptors, and says whether it
-// read them (a thread that is gone holds nothing; one that cannot be read fails the
+// fds adds what the thread at dir of p holds through its descriptors, and says whether
+// it read them (a thread that is gone holds nothing; one that cannot be read fails the
 // measure).
-func (h *held) fds(dir string) (bool, error) {
-	fds, err := os.ReadDir(dir + "/fd")
+func (h *held) fds(p proc, dir string) (bool, error) {
+	fds, err := p.list(dir + "/fd")
 	if err != nil {
-		return false, h.unread(dir, err)
+		return false, h.unread(p, dir, err)
 	}
 	for _, fd := range fds {
-		h.file(dir + "/fd/" + fd.Name())
+		h.file(p, dir+"/fd/"+fd)
 	}
 	return true, nil
 }
 
-// maps adds the deleted files on h.dev that the memory of the thread at dir of process
-// proc maps, and says whether it saw that memory: a thread that exited shows no
-// mappings, and every running program has some.
-func (h *held) maps(proc, dir string) (bool, error) {
-	maps, err := os.ReadFile(dir + "/maps")
+// maps adds the deleted files on h.dev that the memory of the thread at dir of p maps,
+// and says whether it saw that memory: a thread that exited shows no mappings, and every
+// running program has some.
+func (h *held) maps(p proc, dir string) (bool, error) {
+	maps, err := p.read(dir + "/maps")
 	if err != nil {
-		return false, h.unread(dir, err)
+		return false, h.unread(p, dir, err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	sc.Buffer(nil, 1<<20)
@@ -356,22 +493,22 @@ func (h *held) maps(proc, dir string) (bool, error) {
 		}
 		// Only the process has map_files, which a first thread that exited takes with it:
 		// a mapping not found there cannot be measured, as one root alone may look at.
-		if !h.file(proc + "/map_files/" + f[0]) {
+		if !h.file(p, "map_files/"+f[0]) {
 			h.mapped[[2]uint64{h.dev, ino}] = true
 		}
 	}
 	return len(maps) > 0, nil
 }
 
-// file adds the regular file on h.dev with no name left that the /proc link at link
-// leads to, and says whether it could be looked at (a descriptor closed meanwhile holds
+// file adds the regular file on h.dev with no name left that p's link at name leads
+// to, and says whether it could be looked at (a descriptor closed meanwhile holds
 // nothing). A file with a name is the walk's to count: in the workspace it finds it, and
 // elsewhere on the device (a program of the system a command reads) it is no disk the
 // run took. One unlinked just after this look is counted by the next measure, which
 // the watch makes every tenth look whatever statfs says.
-func (h *held) file(link string) bool {
-	var st unix.Stat_t
-	if err := unix.Stat(link, &st); err != nil {
+func (h *held) file(p proc, name string) bool {
+	st, err := p.stat(name)
+	if err != nil {
 		return false
 	}
 	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 0 {
@@ -388,11 +525,11 @@ func (h *held) file(link string) bool {
 // program and closes what it holds next, and what marks it (the kernel's PF_EXITING flag
 // and no memory) no program can set while it runs, so a program that makes itself
 // unreadable is still not counted as nothing.
-func (h *held) unread(dir string, err error) error {
+func (h *held) unread(p proc, dir string, err error) error {
 	if gone(err) {
 		return nil
 	}
-	stat, serr := os.ReadFile(dir + "/stat")
+	stat, serr := p.read(path.Join(dir, "stat"))
 	if gone(serr) {
 		return nil // it ended meanwhile
 	}
@@ -406,7 +543,7 @@ func (h *held) unread(dir string, err error) error {
 			}
 		}
 	}
-	return fmt.Errorf("disk usage: cannot read what a program of the command holds open (%s: %w), so the disk it takes cannot be counted: the command was stopped", dir, err)
+	return fmt.Errorf("disk usage: cannot read what a program of the command holds open (%w), so the disk it takes cannot be counted: the command was stopped", err)
 }
 
 // gone says whether err is that of a /proc read of a process or thread that is no more.

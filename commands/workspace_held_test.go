@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -240,4 +241,76 @@ func processesNamed(name string) []string {
 		}
 	}
 	return pids
+}
+
+// A look reads a process through one handle of its /proc directory: once the process has
+// ended, nothing is read through it, not even when another process has taken its pid —
+// which a read by the pid, as the scan made before, takes for the first one. (Root only:
+// the test hands the pid on through /proc/sys/kernel/ns_last_pid.)
+func TestALookThroughAProcessHandleNeverReadsTheProcessThatTookItsPid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root may set the next pid")
+	}
+	ws := t.TempDir()
+	var st syscall.Stat_t
+	if err := syscall.Stat(ws, &st); err != nil {
+		t.Fatal(err)
+	}
+	first := exec.Command("/bin/sleep", "600")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(first.Process.Pid)
+	h, err := openProc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	first.Process.Kill()
+	first.Wait()
+	// The next process to start takes the pid, unless another on the machine starts first.
+	var second *exec.Cmd
+	for range 200 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(first.Process.Pid-1)), 0); err != nil {
+			t.Skipf("cannot set the next pid: %v", err)
+		}
+		c := exec.Command("/bin/sh", "-c", `exec 3>h; rm h; head -c 8388608 /dev/zero >&3; echo ready; exec sleep 600`)
+		c.Dir = ws
+		out, _ := c.StdoutPipe()
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if c.Process.Pid == first.Process.Pid {
+			bufio.NewReader(out).ReadString('\n')
+			second = c
+			break
+		}
+		c.Process.Kill()
+		c.Wait()
+	}
+	if second == nil {
+		t.Skip("other processes kept taking the pid first")
+	}
+	defer func() { second.Process.Kill(); second.Wait() }()
+	look := func(p proc) int {
+		hd := &held{dev: uint64(st.Dev), bytes: map[[2]uint64]int64{}, mapped: map[[2]uint64]bool{}}
+		if err := hd.process(p); err != nil {
+			t.Fatal(err)
+		}
+		return len(hd.bytes)
+	}
+	if n := look(h); n != 0 {
+		t.Errorf("a look through the handle of a process that ended counted %d files of the process that took its pid", n)
+	}
+	if _, err := h.parent(); !gone(err) {
+		t.Errorf("reading the parent of a process that ended through its handle: %v, want it gone", err)
+	}
+	byPid, err := openProc(pid) // what a read by the pid reads now: the second process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byPid.close()
+	if n := look(byPid); n != 1 {
+		t.Fatalf("a look of the process that took the pid counted %d files, want its one deleted file: the test shows nothing", n)
+	}
 }

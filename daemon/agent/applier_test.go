@@ -315,6 +315,7 @@ type observed struct {
 	budgetAudits int    // audit entries of a budget that ran out
 	applied      int    // apply_preview audit entries
 	previewNone  string // why the stored preview's change is no longer appliable
+	previewNote  string // what the person asked should know
 	// checkpointed and changeRecorded: the step's checkpoint row, before and after;
 	// rewound: the rewind's row, which records the restore done before the transaction.
 	checkpointed, changeRecorded, rewound bool
@@ -335,6 +336,9 @@ func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal) (obser
 		}
 		if q, err := tx.Proposal(p.ID); err == nil {
 			o.proposal = q.Status
+			if q.Preview != nil {
+				o.previewNote = q.Preview.Note
+			}
 			if q.Preview != nil && q.Preview.Effect != nil {
 				o.previewNone = q.Preview.Effect.None
 			}
@@ -393,6 +397,7 @@ func (o observed) diff(after observed) []string {
 		{o.budgetAudits != after.budgetAudits, cycle.RecordBudget},
 		{o.applied != after.applied, cycle.ApplyPreview},
 		{o.previewNone != after.previewNone, cycle.DropPreview},
+		{o.previewNote != after.previewNote, cycle.NoteUnchecked},
 		{!o.checkpointed && after.checkpointed, cycle.Checkpoint},
 		{!o.changeRecorded && after.changeRecorded, cycle.RecordChange},
 		{!o.rewound && after.rewound, cycle.Restore},

@@ -45,8 +45,9 @@ func (h *harness) approvedBy(id string) map[int]string {
 // A step a restart found started (kill -9 mid-command) was checkpointed at its start but
 // its end never recorded what it changed: the y! ends as on a change not known, in the
 // recovery's transaction, and the line asks again though no step ran since — when the
-// step is shown to a person again (test_side_effect) and when it runs again by itself
-// (write_file, idempotent: the same write again changes nothing the checkpoints see).
+// step is shown to a person again (test_side_effect) and when it runs again once a person
+// resumed the agent it paused for what the step wrote unchecked (write_file, idempotent:
+// the same write again changes nothing the checkpoints see).
 func TestExactGrantEndsOnAStepWhoseEndARestartLost(t *testing.T) {
 	t.Run("interrupted", func(t *testing.T) {
 		exactGrantEndsOnALostEnd(t, reply("test_side_effect", map[string]string{"what": "rewrite lib/helper.py"}), "step 2 (test_side_effect), whose change is not known")
@@ -79,6 +80,13 @@ func exactGrantEndsOnALostEnd(t *testing.T, step2, endedBy string) {
 		return os.WriteFile(filepath.Join(a.Workspace, "lib", "helper.py"), []byte(evilHelper), 0o600)
 	})
 	h.start()
+	if v := h.waitFor(a.ID, "step 2 asked again, step 3, or a pause on what step 2 wrote", func(v *api.Agent) bool {
+		return v.State == api.StatePaused || v.State == api.StateAwaitingDecision && v.Pending != nil && v.Pending.Step >= 2
+	}); v.State == api.StatePaused { // an idempotent step runs again once a person looked at what it wrote
+		if _, err := h.sup.runs.Resume(context.Background(), a.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	v := h.waitFor(a.ID, "step 2 asked again or step 3", func(v *api.Agent) bool {
 		return v.State == api.StateAwaitingDecision && v.Pending != nil && v.Pending.Step >= 2
 	})

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -228,5 +230,60 @@ func TestALateStepWhoseEndARestartLostMarksTheAgent(t *testing.T) {
 	}
 	if now.State != api.StatePaused {
 		t.Fatalf("the next run of an agent whose late step's writes no wall checked (a restart lost its end) is %s (%q): want paused for a person", now.State, now.StateReason)
+	}
+}
+
+// checkpointedAtCrash is startedAtCrash of p with its start's checkpoint recorded: it may
+// have written, and no end checkpoint held what it wrote to the write-deny rules.
+func (h *harness) checkpointedAtCrash(p *api.Proposal) {
+	h.t.Helper()
+	h.startedAtCrash(p, func(tx *store.Tx) error {
+		return tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: p.AgentID, RunID: p.RunID, Step: p.Step, Kind: store.CheckpointStep, Before: 1})
+	})
+}
+
+// A step the daemon stopped during, which may have written, is asked of a person again:
+// the question says the workspace is unchecked, in the proposal's preview, the rendering
+// agentctl, the chat bots and the web page all show.
+func TestAStepARestartAsksAgainSaysTheWorkspaceIsUnchecked(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
+	h.checkpointedAtCrash(p)
+	h.start()
+	got := h.waitFor(a.ID, "the interrupted proposal", func(a *api.Agent) bool {
+		return a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+	lines, _ := got.Pending.Preview.Render()
+	if shown := strings.Join(lines, "\n"); !strings.Contains(shown, "workspace is unchecked") {
+		t.Fatalf("the step asked again after a restart shows %q: want it to say the workspace is unchecked", shown)
+	}
+}
+
+// An idempotent step the daemon stopped during, which may have written, does not run
+// again unasked: the agent is marked and paused until a person looks and resumes it,
+// then it runs.
+func TestAnIdempotentStepThatMayHaveWrittenWaitsForAPersonAfterARestart(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	a, p := h.proposed(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
+	h.checkpointedAtCrash(p)
+	h.start()
+	got := h.waitFor(a.ID, "the agent to settle after the restart", func(a *api.Agent) bool {
+		return a.State == api.StatePaused || len(h.history(a.ID)) > 0
+	})
+	if got.State != api.StatePaused || got.Unchecked == "" || !strings.HasPrefix(got.StateReason, api.UncheckedWaits) {
+		t.Fatalf("after the restart the agent is %s (%q), marked %q: want paused on the unchecked change", got.State, got.StateReason, got.Unchecked)
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "a.txt")); err == nil {
+		t.Fatal("the step ran again before a person looked")
+	}
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the step run again", func(*api.Agent) bool { return len(h.history(a.ID)) == 1 })
+	if _, err := os.Stat(filepath.Join(a.Workspace, "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.stored(a.ID).Unchecked; m != "" {
+		t.Errorf("after a person's resume the mark is %q, want cleared", m)
 	}
 }

@@ -263,11 +263,11 @@ func (s *Supervisor) recover(ctx context.Context) error {
 					ev.Reason += ". " + note
 				}
 			}
+			const lost = "its end was lost in a daemon restart, so what it wrote was not held to the write-deny rules"
 			if on == nil || !active(a.State) {
 				// Its run was stopped or replaced while it ran: record it, ask no one. What
 				// it wrote is in the workspace whatever run the agent is on: the table marks it.
-				late := cycle.Event{Kind: cycle.RecoveredLate, Result: ev.Result,
-					Reason: "its end was lost in a daemon restart, so what it wrote was not held to the write-deny rules"}
+				late := cycle.Event{Kind: cycle.RecoveredLate, Result: ev.Result, Reason: lost}
 				if err := recovered(a, late); err != nil {
 					return err
 				}
@@ -281,7 +281,11 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				continue // the question is still open; the answer completes it
 			}
 			if spec := s.specIn(ctx, s.live(), tx, a, p.Command); spec != nil && spec.Idempotent {
-				if err := recovered(a, cycle.Event{Kind: cycle.RecoveredIdempotent}); err != nil {
+				// What it wrote, the table marks, pausing the agent for a person.
+				if err := recovered(a, cycle.Event{Kind: cycle.RecoveredIdempotent, Reason: lost}); err != nil {
+					return err
+				}
+				if err := tx.UpdateAgent(a); err != nil {
 					return err
 				}
 				s.audit.keep(tx, p.AgentID, "recovered", map[string]string{"proposal": p.ID, "action": "re-run (idempotent)"})

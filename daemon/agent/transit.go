@@ -173,6 +173,11 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
 	case cycle.MarkUnchecked:
 		return c.markUnchecked(tx, e.Reason)
+	case cycle.NoteUnchecked:
+		if c.p == nil {
+			return errMissing
+		}
+		return tx.NoteProposal(c.p, e.Reason)
 	case cycle.ApplyPreview, cycle.DropPreview:
 		return previewEffect(tx, c.p, e, c.rerun)
 	case cycle.ShowProposal: // its event is all it does

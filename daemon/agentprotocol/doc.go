@@ -11,7 +11,8 @@
 //     (or an ask_user answer), running while it runs, completed after. Executing a step
 //     decides the pending proposal: empty input approves it, other input is feedback (or
 //     the answer to a pending ask_user question); additional_input {"decision": "deny"}
-//     denies it, which ends the run. Nothing is approved unseen: an empty-input step on a
+//     denies it, which ends the run; {"decision": "resume"} resumes a paused agent, as
+//     agentctl resume does, and is the one step that clears an unchecked change's mark. Nothing is approved unseen: an empty-input step on a
 //     proposal no reply has shown yet (the first step of a task, say), or whose effect
 //     preview ran again since, only shows it, as AutoGPT's first step only proposes; the
 //     approval names the proposal's Ref as shown. It waits until the agent has settled again (a new

@@ -70,6 +70,13 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 	}
 	decided := ""
 	switch {
+	case kind == resumeStep:
+		if a.State != api.StatePaused {
+			return errorf(http.StatusConflict, "task %s: the agent is %s, not paused: there is nothing to resume", id, a.State)
+		}
+		if _, err := h.svc.Resume(ctx, a.ID); err != nil { // as agentctl resume: it clears an unchecked change's mark
+			return err
+		}
 	case a.Question != nil:
 		if input == "" {
 			return errorf(http.StatusUnprocessableEntity, "the agent asked %q: send the answer as the step's input", a.Question.Text)
@@ -102,8 +109,10 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		decided = a.Pending.ID
 	case a.State == api.StatePaused:
 		if a.Unchecked != "" || strings.HasPrefix(a.StateReason, api.UncheckedWaits) {
-			// Only a person clears that mark, having looked: no client's step resumes it.
-			return errorf(http.StatusConflict, "the agent is paused on an unchecked change (%s): a person looks at the workspace (agentctl diff %s) and resumes it (agentctl resume %s); a step here does not", a.StateReason, a.Name, a.Name)
+			// Only a resume that says so clears that mark, a person having looked: an empty
+			// step, which a client loops on, does not.
+			return errorf(http.StatusConflict, "the agent is paused on an unchecked change (%s): once a person has looked at the workspace (agentctl diff %s), "+
+				`resume it with a step whose additional_input is {"decision": "resume"}, or with agentctl resume %s; an empty step does not`, a.StateReason, a.Name, a.Name)
 		}
 		if input != "" {
 			return errorf(http.StatusConflict, "the agent is paused (%s): send an empty input to resume it", a.StateReason)
@@ -171,6 +180,10 @@ func (h *handler) shownRef(proposalID string) (ref string, seen bool) {
 	return v.(string), true
 }
 
+// resumeStep is additional_input.decision of a step that resumes a paused agent, as
+// agentctl resume does: the one step that clears an unchecked change's mark.
+const resumeStep api.DecisionKind = "resume"
+
 // stepOptions reads a step's additional_input.
 func stepOptions(ai map[string]any, input string) (kind api.DecisionKind, count int, step string, err error) {
 	kind = api.DecisionApprove
@@ -182,13 +195,18 @@ func stepOptions(ai map[string]any, input string) (kind api.DecisionKind, count 
 		switch api.DecisionKind(s) {
 		case api.DecisionApprove, api.DecisionDeny:
 			kind = api.DecisionKind(s)
+		case resumeStep:
+			if input != "" {
+				return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision is resume, which takes no input: send an empty input")
+			}
+			kind = resumeStep
 		case api.DecisionFeedback:
 			if input == "" {
 				return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision is feedback but input is empty: put the feedback in input")
 			}
 			kind = api.DecisionFeedback
 		default:
-			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision %v: want approve, deny or feedback", v)
+			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision %v: want approve, deny, feedback or resume", v)
 		}
 	}
 	if v, ok := ai["count"]; ok {

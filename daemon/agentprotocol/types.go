@@ -86,7 +86,8 @@ type TaskRequest struct {
 
 // StepRequest is the body of POST /ap/v1/agent/tasks/{task_id}/steps. AdditionalInput
 // may set "decision" (approve, deny or feedback; by default empty input approves and
-// other input is feedback), "count" (approve this proposal and the next count-1 without
+// other input is feedback; or resume, which resumes a paused agent as agentctl resume
+// does, clearing an unchecked change's mark), "count" (approve this proposal and the next count-1 without
 // asking) and "step_id" (decide only if this is still the pending step).
 type StepRequest struct {
 	Input           *string        `json:"input"`

@@ -2,6 +2,7 @@ package agentprotocol
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,8 @@ func (f *markedAgents) Agent(context.Context, string) (*api.Agent, error) {
 }
 
 func (f *markedAgents) Replay(context.Context, string) (*api.Replay, error) {
-	return &api.Replay{Run: api.Run{ID: "r-1", AgentID: "a-1"}}, nil
+	step := api.ReplayStep{Proposal: api.Proposal{ID: "p-3", AgentID: "a-1", RunID: "r-1", Step: 3, Command: "execute_shell", Status: api.ProposalSucceeded}}
+	return &api.Replay{Run: api.Run{ID: "r-1", AgentID: "a-1"}, Steps: []api.ReplayStep{step}}, nil
 }
 
 func (f *markedAgents) Commands(context.Context, string) ([]api.CommandInfo, error) { return nil, nil }
@@ -67,5 +69,33 @@ func TestAnEmptyStepDoesNotClearAnUncheckedMark(t *testing.T) {
 		if r.StatusCode != http.StatusConflict || !strings.Contains(string(body), "agentctl resume") {
 			t.Fatalf("empty step %d on a marked agent: status %d %s; want 409 naming agentctl resume", try, r.StatusCode, body)
 		}
+		var e struct{ Error string }
+		if json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error, `{"decision": "resume"}`) {
+			t.Fatalf("empty step %d on a marked agent: %s; want the refusal to name the step that resumes it", try, body)
+		}
+	}
+}
+
+// TestAResumeStepClearsAnUncheckedMark: a step that says resume resumes the marked agent,
+// as agentctl resume does (whose resume clears the mark); on an agent that is not paused
+// it is refused.
+func TestAResumeStepClearsAnUncheckedMark(t *testing.T) {
+	f := &markedAgents{}
+	srv := httptest.NewServer(New(Options{Agents: f, StepWait: 200 * time.Millisecond}))
+	defer srv.Close()
+	step := func() (int, string) {
+		r, err := http.Post(srv.URL+"/ap/v1/agent/tasks/r-1/steps", "application/json", strings.NewReader(`{"additional_input": {"decision": "resume"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		body, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(body)
+	}
+	if code, body := step(); code != http.StatusOK || f.resumed != 1 {
+		t.Fatalf("a resume step on a marked agent: status %d %s, %d resumes; want 200 and the agent resumed", code, body, f.resumed)
+	}
+	if code, body := step(); code != http.StatusConflict || f.resumed != 1 || !strings.Contains(body, "not paused") {
+		t.Fatalf("a resume step on an agent that is thinking: status %d %s, %d resumes; want 409 and no resume", code, body, f.resumed)
 	}
 }

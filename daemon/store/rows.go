@@ -249,6 +249,21 @@ func (t *Tx) SetProposalPreview(id string, pv *api.Preview) error {
 	return t.write("set proposal preview", `UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id)
 }
 
+// NoteProposal adds note to p's preview, which every front end shows with p: what the
+// person asked about it should know (a file a y! bound changed since, a workspace a
+// restart left unchecked).
+func (t *Tx) NoteProposal(p *api.Proposal, note string) error {
+	var pv api.Preview
+	if p.Preview != nil {
+		pv = *p.Preview
+	}
+	if pv.Note != "" {
+		note = pv.Note + "; " + note
+	}
+	pv.Note, p.Preview = note, &pv
+	return t.SetProposalPreview(p.ID, p.Preview)
+}
+
 // previewJSON is the preview column's value: empty for none.
 func previewJSON(pv *api.Preview) string {
 	if pv == nil {

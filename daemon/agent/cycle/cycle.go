@@ -124,7 +124,9 @@ const (
 	StartApply   Kind = "start_apply"
 	PreviewStale Kind = "preview_stale"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
-	// idempotent command runs again.
+	// idempotent command runs again. What a step that Writes wrote before the restart was
+	// never checked: a person asked again is told so, and an idempotent one marks the
+	// agent and pauses it for a person before it runs again.
 	Recovered           Kind = "recovered"
 	RecoveredIdempotent Kind = "recovered_idempotent"
 	// RecoveredLate: a restart found started a step whose run had ended (stopped, out of
@@ -262,6 +264,9 @@ const (
 	// MarkUnchecked stores the agent's mark of an unchecked change (Reason: what the step
 	// wrote that could not be checked), or clears it when Reason is empty: a person looked.
 	MarkUnchecked EffectKind = "mark_unchecked"
+	// NoteUnchecked notes on the proposal asked again (Reason) that the workspace is
+	// unchecked, in its preview, which every front end shows with it.
+	NoteUnchecked EffectKind = "note_unchecked"
 	// RecordBudget records the budget that ran out and audits it; a run's also ends the
 	// run's auto-approval and clears its open question.
 	RecordBudget EffectKind = "record_budget"

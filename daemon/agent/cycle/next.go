@@ -76,6 +76,11 @@ func (t *transition) mark() {
 	t.effects = append(t.effects, Effect{Kind: MarkUnchecked, Reason: why})
 }
 
+// recoveredUnchecked is what a step a restart found started and asks a person about
+// again says, when it may have written: no end checkpoint held what it wrote to the
+// write-deny rules.
+const recoveredUnchecked = "the workspace is unchecked: what this step wrote before the daemon stopped was never held to the write-deny rules; look at it (agentctl diff) before deciding"
+
 // lateEnd marks the agent for what a step that ended after its run wrote unchecked, and
 // shows it as it is now: a person looks before it goes on, as after an end on time; a
 // paused one shows why, so that nothing resumes it unlooked (a helper paused with its
@@ -401,9 +406,19 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			t.proposal(ProposalFail, true)
 		case t.ev.Kind == RecoveredIdempotent:
 			t.proposal(Approved, false) // the loop starts it again (NextMove)
+			// What it wrote was never checked: a person looks before it runs again, as
+			// after an unchecked end.
+			t.ev.Unchecked = t.ev.Writes
+			t.mark()
+			if t.ev.Writes {
+				t.agentFor(Paused, api.UncheckedReason(t.ev.Reason))
+			}
 		default:
 			t.proposal(Interrupted, false)
 			t.agent(AwaitingDecision)
+			if t.ev.Writes { // the person asked is told what it may have written was never checked
+				t.effects = append(t.effects, Effect{Kind: NoteUnchecked, Reason: recoveredUnchecked})
+			}
 		}
 	case RecoveredLate:
 		if t.ev.Writes {

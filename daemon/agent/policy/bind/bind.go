@@ -275,14 +275,5 @@ func hashFile(root *os.Root, rel string, left int64) (sum string, n int64, probl
 // NoteUnbound tells the person asked about p why a y! of its command and args did not
 // approve it (why): in p's preview, which every front end shows with the proposal.
 func NoteUnbound(tx *store.Tx, p *api.Proposal, why string) error {
-	var pv api.Preview
-	if p.Preview != nil {
-		pv = *p.Preview
-	}
-	note := "asks again: " + why
-	if pv.Note != "" {
-		note = pv.Note + "; " + note
-	}
-	pv.Note, p.Preview = note, &pv
-	return tx.SetProposalPreview(p.ID, p.Preview)
+	return tx.NoteProposal(p, "asks again: "+why)
 }
