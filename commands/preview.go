@@ -42,4 +42,7 @@ func Preview(ctx context.Context, c Command, env Env, args json.RawMessage) (p *
 // would take away.
 type EffectPreviewer interface {
 	EffectPreview() string
+	// RunAheadMemory is the memory limit of the box the command runs in (bytes): what a
+	// run ahead's writes may take where they are kept in memory no cgroup charges to it.
+	RunAheadMemory() int64
 }

@@ -109,6 +109,9 @@ func (e *executor) EffectPreview() string {
 	return ""
 }
 
+// RunAheadMemory implements commands.EffectPreviewer: the box's memory limit.
+func (e *executor) RunAheadMemory() int64 { return e.opts.Limits.Memory }
+
 // join joins two notes with "; ", either may be empty.
 func join(a, b string) string {
 	switch {

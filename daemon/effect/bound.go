@@ -32,13 +32,18 @@ type diskBound struct {
 	grew        int64  // what the copy's file system grew by during the run, as statfs saw it
 	q           *quota // the kernel's bound on the run's writes, when the daemon may mount one
 	noQuota     string // why there is none, and the run ahead is on a copy
+	// memory is the box's memory limit, which bounds a quota no memory cgroup charges to
+	// the box (a daemon that is not root mounts it in a namespace of its own): its tmpfs
+	// is memory, however much disk the budget leaves. memoryBound says it is the bound.
+	memory      int64
+	memoryBound bool
 }
 
 // bound is the bound of agentID's next preview, in the copy at view. It first drops a
 // quota a daemon that died during a run ahead left mounted there, before the copy is
 // written: writes would land in its upper layer.
-func (p *Previews) bound(agentID, view string, room int64) (*diskBound, error) {
-	b := &diskBound{view: view, store: filepath.Join(p.opt.Dir, agentID, "store"), quotaDir: filepath.Join(p.opt.Dir, agentID, "quota"), room: room}
+func (p *Previews) bound(agentID, view string, room, memory int64) (*diskBound, error) {
+	b := &diskBound{view: view, store: filepath.Join(p.opt.Dir, agentID, "store"), quotaDir: filepath.Join(p.opt.Dir, agentID, "quota"), room: room, memory: memory}
 	if err := (&quota{view: view, dir: b.quotaDir}).unmount(); err != nil {
 		return nil, fmt.Errorf("the last preview's quota could not be unmounted: %w", err)
 	}
@@ -143,6 +148,10 @@ func (b *diskBound) unmeasured(err error) string {
 }
 
 func (b *diskBound) overBy(n, took int64) string {
+	if b.memoryBound && b.q.full() {
+		return fmt.Sprintf("its run ahead wrote past the %s of memory its box may take (agentd is not root, so what it writes ahead is kept in memory, bounded by the sandbox's memory limit, [shell] memory): it was stopped, and nothing it wrote is kept",
+			display.Size(b.memory))
+	}
 	return fmt.Sprintf("its run ahead wrote past the %s of disk its budget leaves a preview (%s with its copy of the workspace and its change, %s before it ran): it was stopped, and nothing it wrote is kept",
 		display.Size(b.room), display.Size(n), display.Size(took))
 }
@@ -221,6 +230,9 @@ func (b *diskBound) mountQuota(lower string, size int64) (why string) {
 			err = errors.Join(os.Mkdir(q.merged(), 0o700), unix.Mount(b.view, q.merged(), "", unix.MS_BIND, ""))
 		}
 	} else {
+		if b.memory > 0 && size > b.memory { // root's box is charged what its programs write there; this one is not
+			size, b.memoryBound = b.memory, true
+		}
 		q.holder, err = holdInNamespace(ld, lower, b.view, dir, size)
 		if err == nil {
 			q.at = "/proc/" + strconv.Itoa(q.holder.Process.Pid) + "/root"

@@ -150,7 +150,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", fmt.Errorf("a copy of the workspace (%s) and its checkpoint would not fit in the %s of disk its budget leaves a preview", display.Size(from.Bytes), display.Size(room))
 	}
 	view := p.viewOf(env.AgentID)
-	bound, err := p.bound(env.AgentID, view, room)
+	bound, err := p.bound(env.AgentID, view, room, c.(commands.EffectPreviewer).RunAheadMemory())
 	if err != nil {
 		return nil, "", err
 	}

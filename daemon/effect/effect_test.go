@@ -578,6 +578,10 @@ func (w writingDuring) EffectPreview() string {
 	return w.Command.(commands.EffectPreviewer).EffectPreview()
 }
 
+func (w writingDuring) RunAheadMemory() int64 {
+	return w.Command.(commands.EffectPreviewer).RunAheadMemory()
+}
+
 // A workspace that changes while its preview runs over it (the overlay's lower layer)
 // is not the one the change was worked out against, and the run may have seen a mix of
 // both: the preview says so and carries nothing to apply, so approving runs the

@@ -22,7 +22,7 @@ func quotaMounted(t *testing.T, f *fixture, size int64) *diskBound {
 	if err := os.MkdirAll(view, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.p.bound("a-1", view, 64<<20)
+	b, err := f.p.bound("a-1", view, 64<<20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,29 @@ func TestARunAheadPastItsRoomUnderTheQuotaGetsNoPreviewSayingWhy(t *testing.T) {
 	})
 }
 
+// A daemon that is not root keeps a run ahead's writes in a tmpfs no memory cgroup
+// charges to the box: the box's memory limit bounds it, whatever disk the budget leaves,
+// so a run ahead cannot turn its disk budget into memory past its limit. As root the
+// box is charged what its programs write there, and the disk room is the bound.
+func TestARunAheadsWritesKeptInMemoryAreBoundedByItsMemoryLimit(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	f := newFixture(t, shell.Options{Limits: shell.Limits{Memory: 64 << 20}})
+	quotaMounted(t, f, 1<<20).q.unmount() // skips where there is no quota
+	f.room = 1 << 30
+	eff, _ := f.run(t, "for n in 1 2 3 4; do head -c 52428800 /dev/zero > big$n.bin || exit 1; done; echo the writer went on")
+	if eff.Appliable() || !strings.Contains(eff.None, "wrote past the 64 MiB of memory its box may take") || !strings.Contains(eff.None, "it was stopped") {
+		t.Fatalf("preview: %+v, want no preview saying the run ahead wrote past the box's memory and was stopped", eff)
+	}
+	if m := mountsUnder(t, f.dir); len(m) > 0 {
+		t.Errorf("still mounted after the preview: %v", m)
+	}
+	if eff, _ := f.run(t, "head -c 20971520 /dev/zero > small.bin"); !eff.Appliable() {
+		t.Fatalf("preview of 20 MiB written ahead: %+v, want it shown and appliable", eff)
+	}
+}
+
 // A quota a daemon that died during a run ahead left mounted is dropped before the next
 // preview writes its copy: the preview shows the change of its own command only, and
 // leaves nothing mounted.
@@ -172,7 +195,7 @@ func TestAQuotaIsNeverMountedOverAWorkspaceReachedThroughALink(t *testing.T) {
 			os.WriteFile(filepath.Join(elsewhere, "lookalike"), []byte("x"), 0o600), os.Symlink(elsewhere, link)); err != nil {
 			t.Fatal(err)
 		}
-		b, err := f.p.bound("a-1", view, 64<<20)
+		b, err := f.p.bound("a-1", view, 64<<20, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
