@@ -137,6 +137,9 @@ func (u *usage) folder(dir *os.File, depth int, rel string) {
 		if err == io.EOF || err == nil && len(entries) == 0 {
 			return
 		}
+		if errors.Is(err, unix.ENOENT) {
+			return // removed while it was walked (rm -rf): it holds nothing more
+		}
 		if err != nil {
 			u.unlisted(rel, err)
 		}

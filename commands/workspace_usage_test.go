@@ -170,3 +170,25 @@ func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
 	default:
 	}
 }
+
+// A folder removed while the walk lists it (an `rm -rf` the watch's look lands in) holds
+// nothing more: the walk counts it as removed, never as one it may not read.
+func TestDiskUsageCountsAFolderRemovedWhileItIsWalkedAsRemoved(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, "node_modules")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	u := &usage{seen: map[[2]uint64]bool{}}
+	if u.folder(f, 1, "node_modules"); u.err != nil {
+		t.Fatalf("a folder removed while it was walked failed the walk: %v", u.err)
+	}
+}
