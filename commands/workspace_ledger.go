@@ -10,20 +10,24 @@ import (
 )
 
 // Bytes a command holds where no listing names them (a file it deleted whose only
-// descriptor waits in a socket's queue, or was sent to another sandbox) are bounded by
-// accounting, not by finding one more holder: statfs says what a file system grew by,
-// and every running watch on it says what its measure found its own command grew by.
-// Growth nothing explains is charged to each running command there, up to its limit;
-// past it the command is cut (ErrUnexplainedGrowth). A kernel bound per run (a sized
-// tmpfs) would hold without false cuts, but an agent's step writes its real workspace,
-// where no unprivileged daemon can set one; the run ahead of a root daemon has one
-// (its quota), and this ledger is the wall for the rest.
+// descriptor waits in a unix socket's queue) are bounded by accounting, not by finding
+// one more holder: statfs says what a file system grew by, and every running watch on
+// it says what its measure found its own command grew by. Growth nothing explains is
+// charged to a running command there whose programs, at that look, hold a place where
+// descriptors wait unseen (Programs.Parks: a unix socket with descriptors queued, or
+// one that listens); past its limit the command is cut (ErrUnexplainedGrowth). A
+// command that parks nothing is never cut for growth it did not make, however busy the
+// host. Two commands on one file system are not cut for each other's writes either: a
+// watch that finds growth it cannot explain has every other watch there measure first
+// (refresh).
 //
-// What it risks is a false cut: another program on the host, or the daemon's own
-// writes (checkpoints, its store), growing the file system by more than the command's
-// whole limit while it runs. Two commands on one file system are not cut for each
-// other's writes: a watch that finds growth it cannot explain has every other watch
-// there measure first (refresh).
+// What is left: a command that parks is cut when others' writes that no watch measures
+// (another program on the host, the daemon's writes it does not explain) grow the file
+// system by more than its whole limit while it runs; what others free before it parks
+// is room for it; and a descriptor sent to another command's programs over a socket
+// both reach is charged to that one. A kernel bound per run (a sized tmpfs) would hold without these, but an agent's step writes its
+// real workspace, where no unprivileged daemon can set one; the run ahead of a root
+// daemon has one (its quota), and this ledger is the wall for the rest.
 
 // ledger is the daemon's one ledger of what running commands' measures explain.
 var ledger = growthLedger{devices: map[uint64]*deviceLedger{}}

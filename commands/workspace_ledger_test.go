@@ -30,13 +30,22 @@ func parkInSocket(t *testing.T, dir string, size int64) {
 	}
 }
 
+// parking is the evidence of a command whose programs park descriptors in a socket's
+// queue (Programs.Parks): the tests here park from their own process, which no
+// Programs holds.
+func parking() bool { return true }
+
+// parksNothing is the evidence of a command whose programs hold no socket where
+// descriptors wait.
+func parksNothing() bool { return false }
+
 // A file deleted while its only descriptor waits in a socket's queue is in no listing,
 // so no measure counts it; the file system's growth that nothing explains is charged to
 // the running command all the same, and past its limit the watch cuts, saying so.
 func TestWatchDiskCutsGrowthThatNoMeasureExplains(t *testing.T) {
 	ws := t.TempDir()
 	cut := make(chan error, 1)
-	stop := WatchDisk(ws, 4<<20, 0, 0, time.Millisecond, func() (int64, error) { return DiskUsage(ws) },
+	stop := WatchDisk(ws, 4<<20, 0, 0, time.Millisecond, func() (int64, error) { return DiskUsage(ws) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stop()
 	parkInSocket(t, ws, 128<<20)
@@ -58,10 +67,10 @@ func TestWatchDiskChargesNoCommandWithAnotherWatchsGrowth(t *testing.T) {
 	small, big := t.TempDir(), t.TempDir()
 	cut := make(chan error, 2)
 	var looks atomic.Int32
-	stopSmall := WatchDisk(small, 64<<20, 0, 0, time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(small) },
+	stopSmall := WatchDisk(small, 64<<20, 0, 0, time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(small) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stopSmall()
-	stopBig := WatchDisk(big, 1<<40, 0, 0, time.Hour, func() (int64, error) { return DiskUsage(big) },
+	stopBig := WatchDisk(big, 1<<40, 0, 0, time.Hour, func() (int64, error) { return DiskUsage(big) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stopBig()
 	allocate(t, filepath.Join(small, "own"), 8<<20)
@@ -196,12 +205,12 @@ func TestAnotherAgentsWritesNoWatchMeasuredAreNotChargedToThisCommand(t *testing
 			a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
 			cut := make(chan error, 1)
 			// An agent's watch looks once a second (budgets.go diskWatchEvery).
-			stop := WatchDisk(a, 16<<20, 0, 0, time.Second, func() (int64, error) { return DiskUsage(a) },
+			stop := WatchDisk(a, 16<<20, 0, 0, time.Second, func() (int64, error) { return DiskUsage(a) }, parking,
 				func(n int64, err error) { cut <- err })
 			defer stop()
 			time.Sleep(50 * time.Millisecond)
 			// An agent with no disk budget runs a watch that only measures (limit 0).
-			stopB := WatchDisk(b, tc.limit, tc.measured, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, func(int64, error) {})
+			stopB := WatchDisk(b, tc.limit, tc.measured, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, parking, func(int64, error) {})
 			f, err := os.Create(filepath.Join(b, "built"))
 			if err != nil {
 				t.Fatal(err)
@@ -230,7 +239,7 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 	fs := ownFS(t, 1<<30)
 	a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
 	cut := make(chan error, 1)
-	stop := WatchDisk(a, 8<<20, 0, 0, 5*time.Millisecond, func() (int64, error) { return DiskUsage(a) },
+	stop := WatchDisk(a, 8<<20, 0, 0, 5*time.Millisecond, func() (int64, error) { return DiskUsage(a) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stop()
 	time.Sleep(50 * time.Millisecond)
@@ -246,7 +255,7 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 			seen.Store(n)
 			return n, err
 		}
-		stopB := WatchDisk(b, 1<<30, 0, 0, 20*time.Millisecond, measure, func(int64, error) {})
+		stopB := WatchDisk(b, 1<<30, 0, 0, 20*time.Millisecond, measure, parking, func(int64, error) {})
 		held := heldDeleted(t, b, 0) // created and deleted: b's program holds it...
 		fd.Store(int64(held))
 		if err := unix.Fallocate(held, 0, 0, 48<<20); err != nil { // ...and writes 48 MiB to it
@@ -268,5 +277,60 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 		unix.Statfs(a, &st)
 		t.Fatalf("a command holding 144 MiB no listing shows (file system now %d MiB in use), past its 8 MiB limit, was never cut",
 			int64(st.Blocks-st.Bfree)*int64(st.Bsize)>>20)
+	}
+}
+
+// smallFiles makes dirs folders pkgN in ws of files one-byte files each.
+func smallFiles(t *testing.T, ws string, dirs, files int) {
+	t.Helper()
+	for d := range dirs {
+		dir := filepath.Join(ws, "pkg"+itoa(int64(d)))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f := range files {
+			if err := os.WriteFile(filepath.Join(dir, "f"+itoa(int64(f))), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// A command whose programs park no descriptors is never cut for growth it did not
+// make, however its file system grows: a program on the host writing, another command
+// hiding bytes under its own larger budget, or writing and then making its workspace
+// unmeasurable, or making 12,000 small files (whose inodes statfs counts).
+func TestWatchDiskCutsNoCommandThatParksNothingForOthersGrowth(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(t *testing.T, fs, b string)
+	}{
+		{"a program on the host writes", func(t *testing.T, fs, b string) { allocate(t, filepath.Join(fs, "built"), 96<<20) }},
+		{"another command hides under its own budget", func(t *testing.T, fs, b string) { parkInSocket(t, b, 96<<20) }},
+		{"another command writes and makes its workspace unmeasurable", func(t *testing.T, fs, b string) {
+			writeDeep(t, b, maxUsageDepth+1, 0)
+			allocate(t, filepath.Join(b, "big"), 96<<20)
+		}},
+		{"another command makes many small files", func(t *testing.T, fs, b string) { smallFiles(t, b, 120, 100) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := ownFS(t, 1<<30)
+			a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
+			var looks atomic.Int32
+			cutA := make(chan error, 1)
+			stopA := WatchDisk(a, 16<<20, 0, 0, 5*time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(a) }, parksNothing,
+				func(n int64, err error) { cutA <- err })
+			defer stopA()
+			stopB := WatchDisk(b, 1<<30, 0, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, parking, func(int64, error) {})
+			defer stopB()
+			tc.do(t, fs, b)
+			seen := looks.Load()
+			testutil.Eventually(t, time.Minute, "twenty more measures of the innocent watch, or a cut", func() bool { return looks.Load() >= seen+20 || len(cutA) > 0 })
+			select {
+			case err := <-cutA:
+				t.Fatalf("a command that parks nothing and wrote nothing (16 MiB limit) was cut when %s: %v", tc.name, err)
+			default:
+			}
+		})
 	}
 }

@@ -176,15 +176,17 @@ var DiskFloor int64 = 256 << 20
 // DiskUsage or more), and calls cut once, then stops watching, when the measurement is
 // over limit or failed (err): what cannot be measured cannot be shown within the limit.
 // Growth since the start that neither this measure nor any other running watch's
-// explains (the ledger) is charged too: past limit, cut gets ErrUnexplainedGrowth, as
-// the growth may be the command's where no measure looks. Under it, growth that was
-// someone else's raises the baseline; every tenth look measures whatever the file system
-// says, since what others free there hides growth. stop ends the watch; it returns once
-// the watch did, so cut is never called after it. A file system whose free disk fell
-// under floor (DiskFloor, or 0 where a kernel quota bounds the writes) cuts at the look
-// that sees it (err says so). A limit of 0 or less only measures, so what the command
-// writes is explained to the others on its file system, and never cuts for its size.
-func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
+// explains (the ledger) is charged too: past limit, when the command's programs park
+// descriptors where no listing shows them (parks, Programs.Parks), cut gets
+// ErrUnexplainedGrowth, as the growth may be the command's where no measure looks; a
+// command that parks none is never cut for it. Under it, growth that was someone else's
+// raises the baseline; every tenth look measures whatever the file system says, since
+// what others free there hides growth. stop ends the watch; it returns once the watch did, so cut is never
+// called after it. A file system whose free disk fell under floor (DiskFloor, or 0 where
+// a kernel quota bounds the writes) cuts at the look that sees it (err says so). A limit
+// of 0 or less only measures, so what the command writes is explained to the others on
+// its file system, and never cuts for its size.
+func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), parks func() bool, cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
 	w := ledger.join(dir, measured, measure)
 	start, explained, counted := base, ledger.explained(w), known && w.ok
@@ -219,7 +221,7 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 				cut(n, err)
 				return
 			}
-			if grew := unexplained(w, used, start, explained); ok && counted && grew > limit {
+			if grew := unexplained(w, used, start, explained); ok && counted && grew > limit && parks() {
 				ledger.refresh(w) // after statfs: what others write meanwhile only lowers it
 				if grew = unexplained(w, used, start, explained); grew > limit {
 					cut(n, &ErrUnexplainedGrowth{Dir: dir, Grew: grew, Limit: limit})

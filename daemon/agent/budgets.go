@@ -387,7 +387,7 @@ func (s *budgets) watchDisk(ctx context.Context, a *store.Agent, cancel func()) 
 	var why string // set before the watch ends
 	run := &commands.Programs{}
 	end := commands.WatchDisk(a.Workspace, budget, measured, floor, diskWatchEvery,
-		func() (int64, error) { return run.DiskUsage(a.Workspace) },
+		func() (int64, error) { return run.DiskUsage(a.Workspace) }, run.Parks,
 		func(n int64, err error) {
 			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
 			var ug *commands.ErrUnexplainedGrowth
