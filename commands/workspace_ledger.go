@@ -15,17 +15,19 @@ import (
 // it says what its measure found its own command grew by. Growth nothing explains is
 // charged to a running command there whose programs, at that look, hold a place where
 // descriptors wait unseen (Programs.Parks: a unix socket with descriptors queued, or
-// one that listens); past its limit the command is cut (ErrUnexplainedGrowth). A
-// command that parks nothing is never cut for growth it did not make, however busy the
-// host. Two commands on one file system are not cut for each other's writes either: a
-// watch that finds growth it cannot explain has every other watch there measure first
-// (refresh).
+// one that listens), counted from its lowest since the command started, so what others
+// freed meanwhile (what an ended command hid, small files whose inodes statfs counts)
+// is no room; past its limit the command is cut (ErrUnexplainedGrowth). A command that
+// parks nothing is never cut for growth it did not make, however busy the host. Two
+// commands on one file system are not cut for each other's writes either: a watch that
+// finds growth it cannot explain has every other watch there measure first (refresh).
 //
 // What is left: a command that parks is cut when others' writes that no watch measures
 // (another program on the host, the daemon's writes it does not explain) grow the file
-// system by more than its whole limit while it runs; what others free before it parks
-// is room for it; and a descriptor sent to another command's programs over a socket
-// both reach is charged to that one. A kernel bound per run (a sized tmpfs) would hold without these, but an agent's step writes its
+// system by more than its whole limit while it runs; what others free and what it parks
+// between two of its looks net out, so that much is room once; and a descriptor sent to
+// another command's programs over a socket both reach is charged to that one. A kernel
+// bound per run (a sized tmpfs) would hold without these, but an agent's step writes its
 // real workspace, where no unprivileged daemon can set one; the run ahead of a root
 // daemon has one (its quota), and this ledger is the wall for the rest.
 

@@ -2,8 +2,10 @@ package commands
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -278,6 +280,95 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 		t.Fatalf("a command holding 144 MiB no listing shows (file system now %d MiB in use), past its 8 MiB limit, was never cut",
 			int64(st.Blocks-st.Bfree)*int64(st.Bsize)>>20)
 	}
+}
+
+// parkedInSocket is parkInSocket whose bytes are freed by the returned func (the
+// command's sandbox ending) rather than at the test's end.
+func parkedInSocket(t *testing.T, dir string, size int64) (free func()) {
+	t.Helper()
+	fd := heldDeleted(t, dir, size)
+	defer unix.Close(fd)
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Sendmsg(pair[0], []byte("x"), unix.UnixRights(fd), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	free = func() { once.Do(func() { unix.Close(pair[0]); unix.Close(pair[1]) }) }
+	t.Cleanup(free)
+	return free
+}
+
+// watched runs WatchDisk on ws with limit for a command that parks, counting its
+// measures, and sends on cut what it was cut with; the watch ends with the test.
+func watched(t *testing.T, ws string, limit, measured int64, measure func() (int64, error)) (measures *atomic.Int32, cut chan error) {
+	measures, cut = &atomic.Int32{}, make(chan error, 1)
+	stop := WatchDisk(ws, limit, measured, 0, 5*time.Millisecond, func() (int64, error) { measures.Add(1); return measure() }, parking,
+		func(n int64, err error) { cut <- err })
+	t.Cleanup(stop)
+	return measures, cut
+}
+
+// afterALook waits for the watch whose measures are counted by measures to measure
+// once more: a fall of the file system is seen by the look that measures it.
+func afterALook(t *testing.T, measures *atomic.Int32) {
+	seen := measures.Load()
+	testutil.Eventually(t, time.Minute, "a measure of the watch", func() bool { return measures.Load() > seen })
+}
+
+// wantUnexplainedCut waits for the watch to cut with ErrUnexplainedGrowth.
+func wantUnexplainedCut(t *testing.T, cut chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-cut:
+		var ug *ErrUnexplainedGrowth
+		if !errors.As(err, &ug) {
+			t.Fatalf("cut with %v; want the growth no measure explains named", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("never cut: %s", what)
+	}
+}
+
+// What another command hid and its end freed is no room for the next: a command (64
+// MiB limit) that starts while another holds 48 MiB no listing shows, and hides 96 MiB
+// once that one ended, is cut.
+func TestWatchDiskGivesNoCreditForWhatAnEndedCommandHid(t *testing.T) {
+	fs := ownFS(t, 1<<30)
+	a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
+	free := parkedInSocket(t, a, 48<<20)
+	measures, cut := watched(t, b, 64<<20, 0, func() (int64, error) { return DiskUsage(b) })
+	free() // the other command ends: the kernel frees what it hid
+	afterALook(t, measures)
+	parkInSocket(t, b, 96<<20)
+	wantUnexplainedCut(t, cut, "a command holding 96 MiB no listing shows, past its 64 MiB limit, after another freed 48 MiB")
+}
+
+// Deleting small files is no room either: what statfs finds freed beyond what the
+// measure does (an inode of each) is a fall, not room. A command (64 MiB limit) that deletes 12,000
+// one-byte files its workspace held and then hides 100 MiB is cut.
+func TestWatchDiskGivesNoCreditForSmallFilesTheCommandDeleted(t *testing.T) {
+	fs := ownFS(t, 1<<30)
+	ws := filepath.Join(fs, "a")
+	smallFiles(t, ws, 120, 100)
+	measured, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // the deletion lands between two looks
+	measures, cut := watched(t, ws, 64<<20, measured, func() (int64, error) { mu.Lock(); defer mu.Unlock(); return DiskUsage(ws) })
+	mu.Lock()
+	for d := range 120 {
+		if err := os.RemoveAll(filepath.Join(ws, "pkg"+itoa(int64(d)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Unlock()
+	afterALook(t, measures)
+	parkInSocket(t, ws, 100<<20)
+	wantUnexplainedCut(t, cut, fmt.Sprintf("a command holding 100 MiB no listing shows, past its 64 MiB limit, after deleting %d MiB of small files", measured>>20))
 }
 
 // smallFiles makes dirs folders pkgN in ws of files one-byte files each.

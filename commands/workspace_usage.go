@@ -175,13 +175,13 @@ var DiskFloor int64 = 256 << 20
 // the last measurement, or could not be looked at, it measures (measure: a walk,
 // DiskUsage or more), and calls cut once, then stops watching, when the measurement is
 // over limit or failed (err): what cannot be measured cannot be shown within the limit.
-// Growth since the start that neither this measure nor any other running watch's
-// explains (the ledger) is charged too: past limit, when the command's programs park
-// descriptors where no listing shows them (parks, Programs.Parks), cut gets
-// ErrUnexplainedGrowth, as the growth may be the command's where no measure looks; a
-// command that parks none is never cut for it. Under it, growth that was someone else's
-// raises the baseline; every tenth look measures whatever the file system says, since
-// what others free there hides growth. stop ends the watch; it returns once the watch did, so cut is never
+// Growth that neither this measure nor any other running watch's explains (the ledger)
+// is charged too, from its lowest since the start, so what others freed meanwhile is no
+// room: past limit, when the command's programs park descriptors where no listing shows
+// them (parks, Programs.Parks), cut gets ErrUnexplainedGrowth, as the growth may be the
+// command's where no measure looks; a command that parks none is never cut for it.
+// Every tenth look measures whatever the file system says, since what others free there
+// hides growth. stop ends the watch; it returns once the watch did, so cut is never
 // called after it. A file system whose free disk fell under floor (DiskFloor, or 0 where
 // a kernel quota bounds the writes) cuts at the look that sees it (err says so). A limit
 // of 0 or less only measures, so what the command writes is explained to the others on
@@ -190,6 +190,7 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 	base, known := FSUsed(dir)
 	w := ledger.join(dir, measured, measure)
 	start, explained, counted := base, ledger.explained(w), known && w.ok
+	low := int64(0) // the least growth no measure explained since the start
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -210,7 +211,9 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 					dir, display.Size(free), display.Size(floor)))
 				return
 			}
-			if look%10 != 0 && ok && known && (limit <= 0 || used-base <= limit-measured) {
+			charged := limit > 0 && ok && counted
+			fell := charged && unexplained(w, used, start, explained) < low
+			if !fell && look%10 != 0 && ok && known && (limit <= 0 || used-base <= limit-measured) {
 				continue
 			}
 			n, err := ledger.take(w)
@@ -221,9 +224,18 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 				cut(n, err)
 				return
 			}
-			if grew := unexplained(w, used, start, explained); ok && counted && grew > limit && parks() {
+			if fell {
+				// statfs sees a deletion before the measure that explains it: every watch
+				// measures first, so that no one's deletion lowers the mark by what it freed.
+				ledger.refresh(w)
+				if again, ok := FSUsed(dir); ok {
+					used = again
+				}
+				low = min(low, unexplained(w, used, start, explained))
+			}
+			if grew := unexplained(w, used, start, explained) - low; charged && grew > limit && parks() {
 				ledger.refresh(w) // after statfs: what others write meanwhile only lowers it
-				if grew = unexplained(w, used, start, explained); grew > limit {
+				if grew = unexplained(w, used, start, explained) - low; grew > limit {
 					cut(n, &ErrUnexplainedGrowth{Dir: dir, Grew: grew, Limit: limit})
 					return
 				}
@@ -239,7 +251,8 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 }
 
 // unexplained is what w's file system grew by from start to used that the ledger's
-// measures, w's own among them, do not explain: explained was the ledger's at start.
+// measures, w's own among them, do not explain (a fall when negative): explained was
+// the ledger's at start.
 func unexplained(w *diskWatch, used, start, explained int64) int64 {
 	return used - start - (ledger.explained(w) - explained)
 }
