@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agentd/agentd/internal/display"
@@ -49,6 +51,7 @@ type deviceLedger struct {
 // diskWatch is one WatchDisk's measure, which other watches on its file system call to
 // have its growth explained before they charge any.
 type diskWatch struct {
+	dir     string // the folder its measure walks
 	dev     uint64
 	ok      bool // dev is known: the watch is in the ledger
 	mu      sync.Mutex
@@ -62,7 +65,7 @@ type diskWatch struct {
 // measure) is measured once another watch shares its file system, before that one
 // counts anything, so what its command had before is never taken for its growth.
 func (l *growthLedger) join(dir string, measured int64, measure func() (int64, error)) *diskWatch {
-	w := &diskWatch{measure: measure, last: measured}
+	w := &diskWatch{dir: filepath.Clean(dir), measure: measure, last: measured}
 	var st unix.Stat_t
 	if unix.Stat(dir, &st) != nil {
 		return w // no baseline: its growth cannot be told from others' (WatchDisk measures every look)
@@ -182,13 +185,28 @@ func ExplainGrowth(dev uint64, n int64) {
 	}
 }
 
-// ExplainGrowthIn is ExplainGrowth on the file system holding path; a path that cannot
-// be looked at explains nothing.
+// ExplainGrowthIn is ExplainGrowth on the file system holding path, unless a running
+// watch measures a folder holding path (an applied preview, restored in a workspace
+// whose command is watched): that measure explains what the write changed, so that it
+// is explained once. A path that cannot be looked at explains nothing.
 func ExplainGrowthIn(path string, n int64) {
 	var st unix.Stat_t
-	if unix.Stat(path, &st) == nil {
-		ExplainGrowth(st.Dev, n)
+	if unix.Stat(path, &st) != nil {
+		return
 	}
+	path = filepath.Clean(path)
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	d := ledger.devices[st.Dev]
+	if d == nil {
+		return
+	}
+	for w := range d.watches {
+		if path == w.dir || strings.HasPrefix(path, w.dir+"/") {
+			return
+		}
+	}
+	d.explained += n
 }
 
 // ErrUnexplainedGrowth is why a watch cut a command whose file system grew, while it ran,

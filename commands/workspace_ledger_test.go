@@ -86,6 +86,29 @@ func TestWatchDiskChargesNoCommandWithAnotherWatchsGrowth(t *testing.T) {
 	}
 }
 
+// What the daemon writes in a folder a running watch measures (a preview applied in a
+// watched workspace) is explained by that watch's measure alone: explained twice too,
+// it would be room for another command to hide as much. Written elsewhere on the file
+// system, it is explained as the daemon says.
+func TestExplainGrowthInAWatchedFolderIsLeftToItsMeasure(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "applied"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := ledger.join(ws, 0, func() (int64, error) { return 0, nil })
+	defer ledger.leave(w)
+	before := ledger.explained(w)
+	ExplainGrowthIn(ws, 64<<20)
+	ExplainGrowthIn(filepath.Join(ws, "applied"), 64<<20)
+	if got := ledger.explained(w) - before; got != 0 {
+		t.Fatalf("a write in the watched folder was explained by %d bytes beside the watch's measure; want 0", got)
+	}
+	ExplainGrowthIn(filepath.Dir(ws), 64<<20)
+	if got := ledger.explained(w) - before; got != 64<<20 {
+		t.Fatalf("a write outside every watched folder was explained by %d bytes; want %d", got, 64<<20)
+	}
+}
+
 // allocate makes a file of size bytes of real blocks at name.
 func allocate(t *testing.T, name string, size int64) {
 	t.Helper()
