@@ -467,7 +467,7 @@ func (h *held) file(link string) bool {
 		return false
 	}
 	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 0 {
-		h.bytes[[2]uint64{st.Dev, st.Ino}] = max(st.Blocks*512, MinEntryBytes)
+		h.bytes[[2]uint64{st.Dev, st.Ino}] = st.Blocks*512 + MinEntryBytes
 	}
 	return true
 }

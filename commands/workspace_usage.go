@@ -16,8 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MinEntryBytes is the least one file or folder counts for in DiskUsage: a block, so that
-// a million empty files, which take inodes but no blocks, count too.
+// MinEntryBytes is what one file or folder counts for in DiskUsage beside its blocks: its
+// inode, as FSUsed counts each inode in use, so that a million empty files, which take
+// inodes but no blocks, count too, and what a command frees or adds in small files moves
+// its measure as much as the file system.
 const MinEntryBytes = 4096
 
 // maxUsageDepth bounds the folders DiskUsage descends, each holding a descriptor
@@ -25,7 +27,7 @@ const MinEntryBytes = 4096
 const maxUsageDepth = 2048
 
 // DiskUsage is the disk workspace ws takes: the blocks of every file and folder in it,
-// each counting at least MinEntryBytes, a file with several links once. It walks by
+// and MinEntryBytes for each, a file with several links once. It walks by
 // descriptor from the workspace opened as OpenWorkspace does, never following a link.
 // A walk that would come up short fails instead, naming the folder and the fix, so that
 // what it cannot see is never taken for nothing: a folder it may not list or look into
@@ -76,7 +78,7 @@ func (u *usage) add(st *unix.Stat_t) {
 		}
 		u.seen[key] = true
 	}
-	u.bytes += max(st.Blocks*512, MinEntryBytes)
+	u.bytes += st.Blocks*512 + MinEntryBytes
 }
 
 // unlisted is the error of a walk that could not list or look into the folder at rel.
