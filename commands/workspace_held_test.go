@@ -73,7 +73,7 @@ func programKeepsDeletedFileOpen(t *testing.T) {
 	}
 	// The watch, with a budget the walk alone keeps within, cuts.
 	cut := make(chan error, 1)
-	stop := WatchDisk(ws, named+held8MiB/2, named, DiskFloor, time.Millisecond, func() (int64, error) { return p.DiskUsage(ws) }, parking,
+	stop := WatchDisk(ws, named+held8MiB/2, DiskFloor, time.Millisecond, func() (int64, error) { return p.DiskUsage(ws) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stop()
 	select {

@@ -60,12 +60,12 @@ type diskWatch struct {
 	gone    bool  // the watch ended: its measure may not be called any more
 }
 
-// join enters a watch of dir, whose measure found measured at the start, in the ledger.
-// A watch that does not know it (measured < 0: an agent with no disk budget keeps no
-// measure) is measured once another watch shares its file system, before that one
+// join enters a watch of dir in the ledger, not knowing yet what its command had: its
+// first measure says, and explains nothing. A watch that only measures (an agent with no
+// disk budget) is measured once another watch shares its file system, before that one
 // counts anything, so what its command had before is never taken for its growth.
-func (l *growthLedger) join(dir string, measured int64, measure func() (int64, error)) *diskWatch {
-	w := &diskWatch{dir: filepath.Clean(dir), measure: measure, last: measured}
+func (l *growthLedger) join(dir string, measure func() (int64, error)) *diskWatch {
+	w := &diskWatch{dir: filepath.Clean(dir), measure: measure, last: -1}
 	var st unix.Stat_t
 	if unix.Stat(dir, &st) != nil {
 		return w // no baseline: its growth cannot be told from others' (WatchDisk measures every look)

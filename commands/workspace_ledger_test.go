@@ -47,7 +47,7 @@ func parksNothing() bool { return false }
 func TestWatchDiskCutsGrowthThatNoMeasureExplains(t *testing.T) {
 	ws := t.TempDir()
 	cut := make(chan error, 1)
-	stop := WatchDisk(ws, 4<<20, 0, 0, time.Millisecond, func() (int64, error) { return DiskUsage(ws) }, parking,
+	stop := WatchDisk(ws, 4<<20, 0, time.Millisecond, func() (int64, error) { return DiskUsage(ws) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stop()
 	parkInSocket(t, ws, 128<<20)
@@ -69,10 +69,10 @@ func TestWatchDiskChargesNoCommandWithAnotherWatchsGrowth(t *testing.T) {
 	small, big := t.TempDir(), t.TempDir()
 	cut := make(chan error, 2)
 	var looks atomic.Int32
-	stopSmall := WatchDisk(small, 64<<20, 0, 0, time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(small) }, parking,
+	stopSmall := WatchDisk(small, 64<<20, 0, time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(small) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stopSmall()
-	stopBig := WatchDisk(big, 1<<40, 0, 0, time.Hour, func() (int64, error) { return DiskUsage(big) }, parking,
+	stopBig := WatchDisk(big, 1<<40, 0, time.Hour, func() (int64, error) { return DiskUsage(big) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stopBig()
 	allocate(t, filepath.Join(small, "own"), 8<<20)
@@ -95,7 +95,7 @@ func TestExplainGrowthInAWatchedFolderIsLeftToItsMeasure(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(ws, "applied"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w := ledger.join(ws, 0, func() (int64, error) { return 0, nil })
+	w := ledger.join(ws, func() (int64, error) { return 0, nil })
 	defer ledger.leave(w)
 	before := ledger.explained(w)
 	ExplainGrowthIn(ws, 64<<20)
@@ -128,7 +128,7 @@ func allocate(t *testing.T, name string, size int64) {
 func BenchmarkDiskLedger(b *testing.B) {
 	ws := b.TempDir()
 	measure := func() (int64, error) { return 0, nil }
-	w := ledger.join(ws, 0, measure)
+	w := ledger.join(ws, measure)
 	defer ledger.leave(w)
 	b.Run("measure_alone", func(b *testing.B) {
 		for b.Loop() {
@@ -141,7 +141,7 @@ func BenchmarkDiskLedger(b *testing.B) {
 		}
 	})
 	for range 8 {
-		o := ledger.join(ws, 0, measure)
+		o := ledger.join(ws, measure)
 		defer ledger.leave(o)
 	}
 	b.Run("refresh_8_others", func(b *testing.B) {
@@ -222,20 +222,20 @@ func blocksOf(fd int) int64 {
 // before its watch starts, bound.go:60) are case (1) too.
 func TestAnotherAgentsWritesNoWatchMeasuredAreNotChargedToThisCommand(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		limit, measured int64
-	}{{"the other agent has no disk budget", 0, -1}, {"the other command ends before its watch measures", 1 << 30, 0}} {
+		name  string
+		limit int64
+	}{{"the other agent has no disk budget", 0}, {"the other command ends before its watch measures", 1 << 30}} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := ownFS(t, 1<<30)
 			a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
 			cut := make(chan error, 1)
 			// An agent's watch looks once a second (budgets.go diskWatchEvery).
-			stop := WatchDisk(a, 16<<20, 0, 0, time.Second, func() (int64, error) { return DiskUsage(a) }, parking,
+			stop := WatchDisk(a, 16<<20, 0, time.Second, func() (int64, error) { return DiskUsage(a) }, parking,
 				func(n int64, err error) { cut <- err })
 			defer stop()
 			time.Sleep(50 * time.Millisecond)
 			// An agent with no disk budget runs a watch that only measures (limit 0).
-			stopB := WatchDisk(b, tc.limit, tc.measured, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, parking, func(int64, error) {})
+			stopB := WatchDisk(b, tc.limit, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, parking, func(int64, error) {})
 			f, err := os.Create(filepath.Join(b, "built"))
 			if err != nil {
 				t.Fatal(err)
@@ -264,7 +264,7 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 	fs := ownFS(t, 1<<30)
 	a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
 	cut := make(chan error, 1)
-	stop := WatchDisk(a, 8<<20, 0, 0, 5*time.Millisecond, func() (int64, error) { return DiskUsage(a) }, parking,
+	stop := WatchDisk(a, 8<<20, 0, 5*time.Millisecond, func() (int64, error) { return DiskUsage(a) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stop()
 	time.Sleep(50 * time.Millisecond)
@@ -280,7 +280,7 @@ func TestFreedBytesAnEndedWatchMeasuredAreNoCreditForAnotherCommand(t *testing.T
 			seen.Store(n)
 			return n, err
 		}
-		stopB := WatchDisk(b, 1<<30, 0, 0, 20*time.Millisecond, measure, parking, func(int64, error) {})
+		stopB := WatchDisk(b, 1<<30, 0, 20*time.Millisecond, measure, parking, func(int64, error) {})
 		held := heldDeleted(t, b, 0) // created and deleted: b's program holds it...
 		fd.Store(int64(held))
 		if err := unix.Fallocate(held, 0, 0, 48<<20); err != nil { // ...and writes 48 MiB to it
@@ -326,9 +326,9 @@ func parkedInSocket(t *testing.T, dir string, size int64) (free func()) {
 
 // watched runs WatchDisk on ws with limit for a command that parks, counting its
 // measures, and sends on cut what it was cut with; the watch ends with the test.
-func watched(t *testing.T, ws string, limit, measured int64, measure func() (int64, error)) (measures *atomic.Int32, cut chan error) {
+func watched(t *testing.T, ws string, limit int64, measure func() (int64, error)) (measures *atomic.Int32, cut chan error) {
 	measures, cut = &atomic.Int32{}, make(chan error, 1)
-	stop := WatchDisk(ws, limit, measured, 0, 5*time.Millisecond, func() (int64, error) { measures.Add(1); return measure() }, parking,
+	stop := WatchDisk(ws, limit, 0, 5*time.Millisecond, func() (int64, error) { measures.Add(1); return measure() }, parking,
 		func(n int64, err error) { cut <- err })
 	t.Cleanup(stop)
 	return measures, cut
@@ -362,7 +362,7 @@ func TestWatchDiskGivesNoCreditForWhatAnEndedCommandHid(t *testing.T) {
 	fs := ownFS(t, 1<<30)
 	a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
 	free := parkedInSocket(t, a, 48<<20)
-	measures, cut := watched(t, b, 64<<20, 0, func() (int64, error) { return DiskUsage(b) })
+	measures, cut := watched(t, b, 64<<20, func() (int64, error) { return DiskUsage(b) })
 	free() // the other command ends: the kernel frees what it hid
 	afterALook(t, measures)
 	parkInSocket(t, b, 96<<20)
@@ -381,7 +381,7 @@ func TestWatchDiskGivesNoCreditForSmallFilesTheCommandDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex // the deletion lands between two looks
-	measures, cut := watched(t, ws, 64<<20, measured, func() (int64, error) { mu.Lock(); defer mu.Unlock(); return DiskUsage(ws) })
+	measures, cut := watched(t, ws, 64<<20, func() (int64, error) { mu.Lock(); defer mu.Unlock(); return DiskUsage(ws) })
 	mu.Lock()
 	for d := range 120 {
 		if err := os.RemoveAll(filepath.Join(ws, "pkg"+itoa(int64(d)))); err != nil {
@@ -392,6 +392,19 @@ func TestWatchDiskGivesNoCreditForSmallFilesTheCommandDeleted(t *testing.T) {
 	afterALook(t, measures)
 	parkInSocket(t, ws, 100<<20)
 	wantUnexplainedCut(t, cut, fmt.Sprintf("a command holding 100 MiB no listing shows, past its 64 MiB limit, after deleting %d MiB of small files", measured>>20))
+}
+
+// A watch starts from a measure of what the workspace holds, never from a size kept
+// from before or an estimate, whose difference its first measure would explain as
+// growth statfs never saw: a command (32 MiB limit) in a workspace of 24 MiB that hides
+// 48 MiB is cut.
+func TestWatchDiskStartsFromAMeasureOfWhatTheWorkspaceHolds(t *testing.T) {
+	fs := ownFS(t, 1<<30)
+	ws := filepath.Join(fs, "a")
+	allocate(t, filepath.Join(ws, "build.o"), 24<<20)
+	_, cut := watched(t, ws, 32<<20, func() (int64, error) { return DiskUsage(ws) })
+	parkInSocket(t, ws, 48<<20)
+	wantUnexplainedCut(t, cut, "a command holding 48 MiB no listing shows beside a 24 MiB workspace, past its 32 MiB limit")
 }
 
 // smallFiles makes dirs folders pkgN in ws of files one-byte files each.
@@ -432,10 +445,10 @@ func TestWatchDiskCutsNoCommandThatParksNothingForOthersGrowth(t *testing.T) {
 			a, b := filepath.Join(fs, "a"), filepath.Join(fs, "b")
 			var looks atomic.Int32
 			cutA := make(chan error, 1)
-			stopA := WatchDisk(a, 16<<20, 0, 0, 5*time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(a) }, parksNothing,
+			stopA := WatchDisk(a, 16<<20, 0, 5*time.Millisecond, func() (int64, error) { looks.Add(1); return DiskUsage(a) }, parksNothing,
 				func(n int64, err error) { cutA <- err })
 			defer stopA()
-			stopB := WatchDisk(b, 1<<30, 0, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, parking, func(int64, error) {})
+			stopB := WatchDisk(b, 1<<30, 0, time.Second, func() (int64, error) { return DiskUsage(b) }, parking, func(int64, error) {})
 			defer stopB()
 			tc.do(t, fs, b)
 			seen := looks.Load()

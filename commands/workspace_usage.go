@@ -173,8 +173,8 @@ func fsLook(dir string) (used, free int64, ok bool) {
 var DiskFloor int64 = 256 << 20
 
 // WatchDisk bounds what a running command writes in dir: every interval it looks at
-// dir's file system (FSUsed, one call); once that grew by more than limit-measured since
-// the last measurement, or could not be looked at, it measures (measure: a walk,
+// dir's file system (FSUsed, one call); once that grew by more than what the limit leaves
+// over the last measurement, or could not be looked at, it measures (measure: a walk,
 // DiskUsage or more), and calls cut once, then stops watching, when the measurement is
 // over limit or failed (err): what cannot be measured cannot be shown within the limit.
 // Growth that neither this measure nor any other running watch's explains (the ledger)
@@ -188,9 +188,16 @@ var DiskFloor int64 = 256 << 20
 // a kernel quota bounds the writes) cuts at the look that sees it (err says so). A limit
 // of 0 or less only measures, so what the command writes is explained to the others on
 // its file system, and never cuts for its size.
-func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), parks func() bool, cut func(n int64, err error)) (stop func()) {
+func WatchDisk(dir string, limit, floor int64, interval time.Duration, measure func() (int64, error), parks func() bool, cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
-	w := ledger.join(dir, measured, measure)
+	w := ledger.join(dir, measure)
+	measured := int64(0)
+	if limit > 0 {
+		// Its start is a real measure: a size kept from before, or an estimate, would be
+		// taken for growth (or a fall) of the command's. One that fails fails again at the
+		// first look, and cuts.
+		measured, _ = ledger.take(w)
+	}
 	start, explained, counted := base, ledger.explained(w), known && w.ok
 	low := int64(0) // the least growth no measure explained since the start
 	done, exited := make(chan struct{}), make(chan struct{})

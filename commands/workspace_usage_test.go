@@ -54,7 +54,7 @@ func watchUntilCut(t *testing.T, ws string, limit int64, write func()) (int64, e
 		err error
 	}
 	cut := make(chan cutWith, 1)
-	stop := WatchDisk(ws, limit, 0, DiskFloor, time.Millisecond, func() (int64, error) { return DiskUsage(ws) }, parking,
+	stop := WatchDisk(ws, limit, DiskFloor, time.Millisecond, func() (int64, error) { return DiskUsage(ws) }, parking,
 		func(n int64, err error) { cut <- cutWith{n, err} })
 	defer stop()
 	write()
@@ -148,7 +148,7 @@ func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
 		t.Fatal("statfs of a temp dir failed")
 	}
 	cut := make(chan error, 1)
-	stop := WatchDisk(ws, 1<<40, 0, free+1<<30, time.Millisecond, func() (int64, error) { return 0, nil }, parking,
+	stop := WatchDisk(ws, 1<<40, free+1<<30, time.Millisecond, func() (int64, error) { return 0, nil }, parking,
 		func(n int64, err error) { cut <- err })
 	select {
 	case err := <-cut:
@@ -160,7 +160,7 @@ func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
 	}
 	stop()
 	var measures atomic.Int32 // one every tenth look
-	stop = WatchDisk(ws, 1<<40, 0, 0, time.Millisecond, func() (int64, error) { measures.Add(1); return 0, nil }, parking,
+	stop = WatchDisk(ws, 1<<40, 0, time.Millisecond, func() (int64, error) { measures.Add(1); return 0, nil }, parking,
 		func(n int64, err error) { cut <- err })
 	testutil.Eventually(t, time.Minute, "thirty looks of the watch", func() bool { return measures.Load() >= 3 })
 	stop()

@@ -27,7 +27,7 @@ func TestDiskWatchCutsASandboxedCommandWritingAFileItDeleted(t *testing.T) {
 		defer cancel()
 		progs := &commands.Programs{}
 		cut := make(chan error, 1)
-		stop := commands.WatchDisk(ws, measured+32<<20, measured, commands.DiskFloor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) }, progs.Parks,
+		stop := commands.WatchDisk(ws, measured+32<<20, commands.DiskFloor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) }, progs.Parks,
 			func(_ int64, err error) { cut <- err; cancel() })
 		defer stop()
 		out, _ := run(commands.WithPrograms(ctx, progs), t, c, ws,
@@ -63,7 +63,7 @@ func TestDiskWatchCutsACommandHoldingDeletedFilesInProgramsItMayNotRead(t *testi
 		defer cancel()
 		progs := &commands.Programs{}
 		cut := make(chan error, 1)
-		stop := commands.WatchDisk(ws, measured+96<<20, measured, 0, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) }, progs.Parks,
+		stop := commands.WatchDisk(ws, measured+96<<20, 0, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) }, progs.Parks,
 			func(_ int64, err error) { cut <- err; cancel() })
 		defer stop()
 		hand := `exec 3>h; head -c 67108864 /dev/zero >&3; rm h; ` + sleep + ` 60 & exec 3>&-; `
