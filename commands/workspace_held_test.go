@@ -182,7 +182,8 @@ func programHoldsNamedFiles(t *testing.T) {
 // What a look of the disk watch costs on a 1,000-file workspace while a program in a pid
 // namespace of its own holds a file there with no name: statfs (every look), the walk
 // alone (before), and the walk with the scan of the run's programs (what a measure costs
-// now; its share of /proc's listing grows with the programs running on the machine).
+// now; its share of /proc's listing grows with the programs running on the machine),
+// and the scan for sockets where descriptors wait, which only a charge runs.
 func BenchmarkDiskWatchLook(b *testing.B) {
 	ws := b.TempDir()
 	for i := range 1000 {
@@ -210,6 +211,11 @@ func BenchmarkDiskWatchLook(b *testing.B) {
 			if _, err := p.DiskUsage(ws); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("parks_scan", func(b *testing.B) { // only when the ledger would charge
+		for b.Loop() {
+			p.Parks()
 		}
 	})
 }
