@@ -114,6 +114,23 @@ func (r *Programs) DiskUsage(ws string) (int64, error) {
 	return n, nil
 }
 
+// Parks says whether r's programs hold, at this look, a place where descriptors wait
+// unseen: a unix socket whose queue holds descriptors, or a listening one, whose waiting
+// connections hold queues of their own. A file deleted whose only descriptor waits so is
+// in no listing, and no measure counts it: only a command whose programs park can hide
+// disk from its measure, so only one that does is charged growth no measure explains
+// (WatchDisk). A program that cannot be looked into parks: what cannot be seen is never
+// taken for nothing.
+func (r *Programs) Parks() bool {
+	h := &held{parks: true}
+	for _, pid := range r.pids() {
+		if err := h.sandbox(pid); err != nil || h.parked {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Programs) pids() []int {
 	if r == nil {
 		return nil
@@ -132,6 +149,10 @@ type held struct {
 	dev    uint64
 	bytes  map[[2]uint64]int64 // (device, inode) of files held, and the disk each takes
 	mapped map[[2]uint64]bool  // deleted files mapped with no descriptor that could not be looked at
+
+	parks     bool            // the scan looks for sockets where descriptors wait (Parks), not for files
+	parked    bool            // it found one
+	listening map[string]bool // inodes of the listening unix sockets in the sandbox's network, once read
 }
 
 // sandbox adds what the programs in leader's pid namespace hold: leader's own, when it is
@@ -164,6 +185,7 @@ func (h *held) sandbox(leader int) error {
 	if !found {
 		return nil
 	}
+	h.listening = nil // another sandbox may have a network of its own
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return fmt.Errorf("disk usage: cannot list the programs running: %w", err)
@@ -261,6 +283,16 @@ func (p proc) read(name string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// readlink is the target of the link name beneath the process's directory.
+func (p proc) readlink(name string) (string, error) {
+	buf := make([]byte, 256)
+	n, err := unix.Readlinkat(p.fd, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 func (p proc) list(name string) ([]string, error) {
@@ -433,7 +465,7 @@ func (h *held) process(p proc) error {
 				tables = append(tables, tid)
 			}
 		}
-		if !mapsRead {
+		if !mapsRead && !h.parks {
 			if mapsRead, err = h.maps(p, dir); err != nil {
 				return err
 			}
@@ -459,10 +491,80 @@ func (h *held) fds(p proc, dir string) (bool, error) {
 		return false, h.unread(p, dir, err)
 	}
 	for _, fd := range fds {
-		h.file(p, dir+"/fd/"+fd)
+		if h.parks {
+			h.socket(p, dir, fd)
+		} else {
+			h.file(p, dir+"/fd/"+fd)
+		}
 	}
 	return true, nil
 }
+
+// socket notes whether descriptor fd of the thread at dir is a socket where descriptors
+// may wait: a unix socket whose queue holds some (scm_fds in its fdinfo), one that
+// listens (the connections waiting on it hold queues of their own, which not every
+// kernel counts in the listener's), or any socket on a kernel whose fdinfo does not say
+// (before Linux 5.14). Where it says, a socket with no scm_fds is not unix: it carries
+// no descriptors.
+func (h *held) socket(p proc, dir, fd string) {
+	link, err := p.readlink(dir + "/fd/" + fd)
+	ino, ok := strings.CutPrefix(link, "socket:[")
+	if err != nil || !ok {
+		return
+	}
+	info, err := p.read(dir + "/fdinfo/" + fd)
+	if err != nil {
+		return // closed meanwhile
+	}
+	_, count, shown := bytes.Cut(info, []byte("scm_fds:"))
+	if !kernelShowsQueuedFds() {
+		h.parked = true
+		return
+	}
+	if !shown {
+		return
+	}
+	n, _, _ := bytes.Cut(count, []byte("\n"))
+	if string(bytes.TrimSpace(n)) != "0" || h.listens(p, dir, strings.TrimSuffix(ino, "]")) {
+		h.parked = true
+	}
+}
+
+// listens says whether the unix socket of inode ino, held by the thread at dir, listens:
+// /proc/PID/net/unix lists the sockets of its network by inode, with the flag 0x10000
+// (__SO_ACCEPTCON) on a listening one. A list that cannot be read says yes.
+func (h *held) listens(p proc, dir, ino string) bool {
+	if h.listening == nil {
+		list, err := p.read(dir + "/net/unix")
+		if err != nil {
+			return true
+		}
+		h.listening = map[string]bool{}
+		// Num RefCount Protocol Flags Type St Inode [Path]
+		for line := range strings.Lines(string(list)) {
+			if f := strings.Fields(line); len(f) > 6 {
+				if flags, err := strconv.ParseUint(f[3], 16, 32); err == nil && flags&0x10000 != 0 {
+					h.listening[f[6]] = true
+				}
+			}
+		}
+	}
+	return h.listening[ino]
+}
+
+// kernelShowsQueuedFds says whether this kernel's fdinfo of a unix socket says how many
+// descriptors wait in its queue (scm_fds, Linux 5.14), looked at once on a socket pair
+// of the daemon's own.
+var kernelShowsQueuedFds = sync.OnceValue(func() bool {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", pair[0]))
+	return err == nil && bytes.Contains(info, []byte("scm_fds:"))
+})
 
 // maps adds the deleted files on h.dev that the memory of the thread at dir of p maps,
 // and says whether it saw that memory: a thread that exited shows no mappings, and every
@@ -512,7 +614,7 @@ func (h *held) file(p proc, name string) bool {
 		return false
 	}
 	if st.Dev == h.dev && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 0 {
-		h.bytes[[2]uint64{st.Dev, st.Ino}] = max(st.Blocks*512, MinEntryBytes)
+		h.bytes[[2]uint64{st.Dev, st.Ino}] = st.Blocks*512 + MinEntryBytes
 	}
 	return true
 }

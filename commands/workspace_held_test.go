@@ -74,7 +74,7 @@ func programKeepsDeletedFileOpen(t *testing.T) {
 	}
 	// The watch, with a budget the walk alone keeps within, cuts.
 	cut := make(chan error, 1)
-	stop := WatchDisk(ws, named+held8MiB/2, named, DiskFloor, time.Millisecond, func() (int64, error) { return p.DiskUsage(ws) },
+	stop := WatchDisk(ws, named+held8MiB/2, DiskFloor, time.Millisecond, func() (int64, error) { return p.DiskUsage(ws) }, parking,
 		func(n int64, err error) { cut <- err })
 	defer stop()
 	select {
@@ -183,7 +183,8 @@ func programHoldsNamedFiles(t *testing.T) {
 // What a look of the disk watch costs on a 1,000-file workspace while a program in a pid
 // namespace of its own holds a file there with no name: statfs (every look), the walk
 // alone (before), and the walk with the scan of the run's programs (what a measure costs
-// now; its share of /proc's listing grows with the programs running on the machine).
+// now; its share of /proc's listing grows with the programs running on the machine),
+// and the scan for sockets where descriptors wait, which only a charge runs.
 func BenchmarkDiskWatchLook(b *testing.B) {
 	ws := b.TempDir()
 	for i := range 1000 {
@@ -211,6 +212,11 @@ func BenchmarkDiskWatchLook(b *testing.B) {
 			if _, err := p.DiskUsage(ws); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("parks_scan", func(b *testing.B) { // only when the ledger would charge
+		for b.Loop() {
+			p.Parks()
 		}
 	})
 }
@@ -312,5 +318,34 @@ func TestALookThroughAProcessHandleNeverReadsTheProcessThatTookItsPid(t *testing
 	defer byPid.close()
 	if n := look(byPid); n != 1 {
 		t.Fatalf("a look of the process that took the pid counted %d files, want its one deleted file: the test shows nothing", n)
+	}
+}
+
+// A command's programs park descriptors where no listing shows them only in a unix
+// socket's queue, or behind a unix socket that listens (a connection waiting on it has
+// a queue of its own); a socket with an empty queue, or one that is not unix, is no such
+// place, and a command whose programs hold none is never charged growth it did not make.
+func TestProgramsParkOnlyInAUnixSocketsQueueOrBehindOneThatListens(t *testing.T) {
+	for _, tc := range []struct {
+		name, code string
+		parks      bool
+	}{
+		{"no socket", "", false},
+		{"a unix socket pair with nothing queued", "a, b = socket.socketpair()", false},
+		{"a socket that is not unix", "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)", false},
+		{"a descriptor in a unix socket's queue", `a, b = socket.socketpair(); socket.send_fds(a, [b"x"], [os.open(".", os.O_RDONLY)])`, true},
+		{"a unix socket that listens", `s = socket.socket(socket.AF_UNIX); s.bind(""); s.listen()`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			script := "import os, socket, sys, time\n" + tc.code + "\nprint('ready', flush=True)\ntime.sleep(60)\n"
+			if err := os.WriteFile(filepath.Join(ws, "park.py"), []byte(script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := startInPidNamespace(t, ws, "exec python3 park.py")
+			if got := p.Parks(); got != tc.parks {
+				t.Fatalf("Parks() = %v for a program holding %s; want %v", got, tc.name, tc.parks)
+			}
+		})
 	}
 }

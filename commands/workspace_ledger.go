@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agentd/agentd/internal/display"
@@ -10,20 +12,26 @@ import (
 )
 
 // Bytes a command holds where no listing names them (a file it deleted whose only
-// descriptor waits in a socket's queue, or was sent to another sandbox) are bounded by
-// accounting, not by finding one more holder: statfs says what a file system grew by,
-// and every running watch on it says what its measure found its own command grew by.
-// Growth nothing explains is charged to each running command there, up to its limit;
-// past it the command is cut (ErrUnexplainedGrowth). A kernel bound per run (a sized
-// tmpfs) would hold without false cuts, but an agent's step writes its real workspace,
-// where no unprivileged daemon can set one; the run ahead of a root daemon has one
-// (its quota), and this ledger is the wall for the rest.
+// descriptor waits in a unix socket's queue) are bounded by accounting, not by finding
+// one more holder: statfs says what a file system grew by, and every running watch on
+// it says what its measure found its own command grew by. Growth nothing explains is
+// charged to a running command there whose programs, at that look, hold a place where
+// descriptors wait unseen (Programs.Parks: a unix socket with descriptors queued, or
+// one that listens), counted from its lowest since the command started, so what others
+// freed meanwhile (what an ended command hid, small files whose inodes statfs counts)
+// is no room; past its limit the command is cut (ErrUnexplainedGrowth). A command that
+// parks nothing is never cut for growth it did not make, however busy the host. Two
+// commands on one file system are not cut for each other's writes either: a watch that
+// finds growth it cannot explain has every other watch there measure first (refresh).
 //
-// What it risks is a false cut: another program on the host, or the daemon's own
-// writes (checkpoints, its store), growing the file system by more than the command's
-// whole limit while it runs. Two commands on one file system are not cut for each
-// other's writes: a watch that finds growth it cannot explain has every other watch
-// there measure first (refresh).
+// What is left: a command that parks is cut when others' writes that no watch measures
+// (another program on the host, the daemon's writes it does not explain) grow the file
+// system by more than its whole limit while it runs; what others free and what it parks
+// between two of its looks net out, so that much is room once; and a descriptor sent to
+// another command's programs over a socket both reach is charged to that one. A kernel
+// bound per run (a sized tmpfs) would hold without these, but an agent's step writes its
+// real workspace, where no unprivileged daemon can set one; the run ahead of a root
+// daemon has one (its quota), and this ledger is the wall for the rest.
 
 // ledger is the daemon's one ledger of what running commands' measures explain.
 var ledger = growthLedger{devices: map[uint64]*deviceLedger{}}
@@ -43,6 +51,7 @@ type deviceLedger struct {
 // diskWatch is one WatchDisk's measure, which other watches on its file system call to
 // have its growth explained before they charge any.
 type diskWatch struct {
+	dir     string // the folder its measure walks
 	dev     uint64
 	ok      bool // dev is known: the watch is in the ledger
 	mu      sync.Mutex
@@ -51,12 +60,12 @@ type diskWatch struct {
 	gone    bool  // the watch ended: its measure may not be called any more
 }
 
-// join enters a watch of dir, whose measure found measured at the start, in the ledger.
-// A watch that does not know it (measured < 0: an agent with no disk budget keeps no
-// measure) is measured once another watch shares its file system, before that one
+// join enters a watch of dir in the ledger, not knowing yet what its command had: its
+// first measure says, and explains nothing. A watch that only measures (an agent with no
+// disk budget) is measured once another watch shares its file system, before that one
 // counts anything, so what its command had before is never taken for its growth.
-func (l *growthLedger) join(dir string, measured int64, measure func() (int64, error)) *diskWatch {
-	w := &diskWatch{measure: measure, last: measured}
+func (l *growthLedger) join(dir string, measure func() (int64, error)) *diskWatch {
+	w := &diskWatch{dir: filepath.Clean(dir), measure: measure, last: -1}
 	var st unix.Stat_t
 	if unix.Stat(dir, &st) != nil {
 		return w // no baseline: its growth cannot be told from others' (WatchDisk measures every look)
@@ -176,13 +185,28 @@ func ExplainGrowth(dev uint64, n int64) {
 	}
 }
 
-// ExplainGrowthIn is ExplainGrowth on the file system holding path; a path that cannot
-// be looked at explains nothing.
+// ExplainGrowthIn is ExplainGrowth on the file system holding path, unless a running
+// watch measures a folder holding path (an applied preview, restored in a workspace
+// whose command is watched): that measure explains what the write changed, so that it
+// is explained once. A path that cannot be looked at explains nothing.
 func ExplainGrowthIn(path string, n int64) {
 	var st unix.Stat_t
-	if unix.Stat(path, &st) == nil {
-		ExplainGrowth(st.Dev, n)
+	if unix.Stat(path, &st) != nil {
+		return
 	}
+	path = filepath.Clean(path)
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	d := ledger.devices[st.Dev]
+	if d == nil {
+		return
+	}
+	for w := range d.watches {
+		if path == w.dir || strings.HasPrefix(path, w.dir+"/") {
+			return
+		}
+	}
+	d.explained += n
 }
 
 // ErrUnexplainedGrowth is why a watch cut a command whose file system grew, while it ran,

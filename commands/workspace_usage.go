@@ -16,8 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MinEntryBytes is the least one file or folder counts for in DiskUsage: a block, so that
-// a million empty files, which take inodes but no blocks, count too.
+// MinEntryBytes is what one file or folder counts for in DiskUsage beside its blocks: its
+// inode, as FSUsed counts each inode in use, so that a million empty files, which take
+// inodes but no blocks, count too, and what a command frees or adds in small files moves
+// its measure as much as the file system.
 const MinEntryBytes = 4096
 
 // maxUsageDepth bounds the folders DiskUsage descends, each holding a descriptor
@@ -25,7 +27,7 @@ const MinEntryBytes = 4096
 const maxUsageDepth = 2048
 
 // DiskUsage is the disk workspace ws takes: the blocks of every file and folder in it,
-// each counting at least MinEntryBytes, a file with several links once. It walks by
+// and MinEntryBytes for each, a file with several links once. It walks by
 // descriptor from the workspace opened as OpenWorkspace does, never following a link.
 // A walk that would come up short fails instead, naming the folder and the fix, so that
 // what it cannot see is never taken for nothing: a folder it may not list or look into
@@ -76,7 +78,7 @@ func (u *usage) add(st *unix.Stat_t) {
 		}
 		u.seen[key] = true
 	}
-	u.bytes += max(st.Blocks*512, MinEntryBytes)
+	u.bytes += st.Blocks*512 + MinEntryBytes
 }
 
 // unlisted is the error of a walk that could not list or look into the folder at rel.
@@ -137,6 +139,9 @@ func (u *usage) folder(dir *os.File, depth int, rel string) {
 		if err == io.EOF || err == nil && len(entries) == 0 {
 			return
 		}
+		if errors.Is(err, unix.ENOENT) {
+			return // removed while it was walked (rm -rf): it holds nothing more
+		}
 		if err != nil {
 			u.unlisted(rel, err)
 		}
@@ -168,23 +173,33 @@ func fsLook(dir string) (used, free int64, ok bool) {
 var DiskFloor int64 = 256 << 20
 
 // WatchDisk bounds what a running command writes in dir: every interval it looks at
-// dir's file system (FSUsed, one call); once that grew by more than limit-measured since
-// the last measurement, or could not be looked at, it measures (measure: a walk,
+// dir's file system (FSUsed, one call); once that grew by more than what the limit leaves
+// over the last measurement, or could not be looked at, it measures (measure: a walk,
 // DiskUsage or more), and calls cut once, then stops watching, when the measurement is
 // over limit or failed (err): what cannot be measured cannot be shown within the limit.
-// Growth since the start that neither this measure nor any other running watch's
-// explains (the ledger) is charged too: past limit, cut gets ErrUnexplainedGrowth, as
-// the growth may be the command's where no measure looks. Under it, growth that was
-// someone else's raises the baseline; every tenth look measures whatever the file system
-// says, since what others free there hides growth. stop ends the watch; it returns once
-// the watch did, so cut is never called after it. A file system whose free disk fell
-// under floor (DiskFloor, or 0 where a kernel quota bounds the writes) cuts at the look
-// that sees it (err says so). A limit of 0 or less only measures, so what the command
-// writes is explained to the others on its file system, and never cuts for its size.
-func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration, measure func() (int64, error), cut func(n int64, err error)) (stop func()) {
+// Growth that neither this measure nor any other running watch's explains (the ledger)
+// is charged too, from its lowest since the start, so what others freed meanwhile is no
+// room: past limit, when the command's programs park descriptors where no listing shows
+// them (parks, Programs.Parks), cut gets ErrUnexplainedGrowth, as the growth may be the
+// command's where no measure looks; a command that parks none is never cut for it.
+// Every tenth look measures whatever the file system says, since what others free there
+// hides growth. stop ends the watch; it returns once the watch did, so cut is never
+// called after it. A file system whose free disk fell under floor (DiskFloor, or 0 where
+// a kernel quota bounds the writes) cuts at the look that sees it (err says so). A limit
+// of 0 or less only measures, so what the command writes is explained to the others on
+// its file system, and never cuts for its size.
+func WatchDisk(dir string, limit, floor int64, interval time.Duration, measure func() (int64, error), parks func() bool, cut func(n int64, err error)) (stop func()) {
 	base, known := FSUsed(dir)
-	w := ledger.join(dir, measured, measure)
+	w := ledger.join(dir, measure)
+	measured := int64(0)
+	if limit > 0 {
+		// Its start is a real measure: a size kept from before, or an estimate, would be
+		// taken for growth (or a fall) of the command's. One that fails fails again at the
+		// first look, and cuts.
+		measured, _ = ledger.take(w)
+	}
 	start, explained, counted := base, ledger.explained(w), known && w.ok
+	low := int64(0) // the least growth no measure explained since the start
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -205,7 +220,9 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 					dir, display.Size(free), display.Size(floor)))
 				return
 			}
-			if look%10 != 0 && ok && known && (limit <= 0 || used-base <= limit-measured) {
+			charged := limit > 0 && ok && counted
+			fell := charged && unexplained(w, used, start, explained) < low
+			if !fell && look%10 != 0 && ok && known && (limit <= 0 || used-base <= limit-measured) {
 				continue
 			}
 			n, err := ledger.take(w)
@@ -216,9 +233,18 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 				cut(n, err)
 				return
 			}
-			if grew := unexplained(w, used, start, explained); ok && counted && grew > limit {
+			if fell {
+				// statfs sees a deletion before the measure that explains it: every watch
+				// measures first, so that no one's deletion lowers the mark by what it freed.
+				ledger.refresh(w)
+				if again, ok := FSUsed(dir); ok {
+					used = again
+				}
+				low = min(low, unexplained(w, used, start, explained))
+			}
+			if grew := unexplained(w, used, start, explained) - low; charged && grew > limit && parks() {
 				ledger.refresh(w) // after statfs: what others write meanwhile only lowers it
-				if grew = unexplained(w, used, start, explained); grew > limit {
+				if grew = unexplained(w, used, start, explained) - low; grew > limit {
 					cut(n, &ErrUnexplainedGrowth{Dir: dir, Grew: grew, Limit: limit})
 					return
 				}
@@ -234,7 +260,8 @@ func WatchDisk(dir string, limit, measured, floor int64, interval time.Duration,
 }
 
 // unexplained is what w's file system grew by from start to used that the ledger's
-// measures, w's own among them, do not explain: explained was the ledger's at start.
+// measures, w's own among them, do not explain (a fall when negative): explained was
+// the ledger's at start.
 func unexplained(w *diskWatch, used, start, explained int64) int64 {
 	return used - start - (ledger.explained(w) - explained)
 }

@@ -54,7 +54,7 @@ func watchUntilCut(t *testing.T, ws string, limit int64, write func()) (int64, e
 		err error
 	}
 	cut := make(chan cutWith, 1)
-	stop := WatchDisk(ws, limit, 0, DiskFloor, time.Millisecond, func() (int64, error) { return DiskUsage(ws) },
+	stop := WatchDisk(ws, limit, DiskFloor, time.Millisecond, func() (int64, error) { return DiskUsage(ws) }, parking,
 		func(n int64, err error) { cut <- cutWith{n, err} })
 	defer stop()
 	write()
@@ -148,7 +148,7 @@ func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
 		t.Fatal("statfs of a temp dir failed")
 	}
 	cut := make(chan error, 1)
-	stop := WatchDisk(ws, 1<<40, 0, free+1<<30, time.Millisecond, func() (int64, error) { return 0, nil },
+	stop := WatchDisk(ws, 1<<40, free+1<<30, time.Millisecond, func() (int64, error) { return 0, nil }, parking,
 		func(n int64, err error) { cut <- err })
 	select {
 	case err := <-cut:
@@ -160,7 +160,7 @@ func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
 	}
 	stop()
 	var measures atomic.Int32 // one every tenth look
-	stop = WatchDisk(ws, 1<<40, 0, 0, time.Millisecond, func() (int64, error) { measures.Add(1); return 0, nil },
+	stop = WatchDisk(ws, 1<<40, 0, time.Millisecond, func() (int64, error) { measures.Add(1); return 0, nil }, parking,
 		func(n int64, err error) { cut <- err })
 	testutil.Eventually(t, time.Minute, "thirty looks of the watch", func() bool { return measures.Load() >= 3 })
 	stop()
@@ -168,5 +168,52 @@ func TestWatchDiskCutsWhenTheFileSystemFallsUnderItsFloor(t *testing.T) {
 	case err := <-cut:
 		t.Fatalf("a floor of 0 cut: %v", err)
 	default:
+	}
+}
+
+// A folder removed while the walk lists it (an `rm -rf` the watch's look lands in) holds
+// nothing more: the walk counts it as removed, never as one it may not read.
+func TestDiskUsageCountsAFolderRemovedWhileItIsWalkedAsRemoved(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, "node_modules")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	u := &usage{seen: map[[2]uint64]bool{}}
+	if u.folder(f, 1, "node_modules"); u.err != nil {
+		t.Fatalf("a folder removed while it was walked failed the walk: %v", u.err)
+	}
+}
+
+// Small files move the measure as much as the file system: statfs counts each one's
+// block and inode, and so does DiskUsage, so that what a command adds or frees in small
+// files is neither growth no measure explains nor room to hide as much.
+func TestDiskUsageGrowsAsTheFileSystemDoesForSmallFiles(t *testing.T) {
+	fs := ownFS(t, 1<<30)
+	if os.Geteuid() != 0 {
+		t.Skip("needs a file system of its own (a tmpfs, as root): others' writes blur statfs")
+	}
+	ws := filepath.Join(fs, "a")
+	used0, _ := FSUsed(ws)
+	n0, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smallFiles(t, ws, 10, 100)
+	used1, _ := FSUsed(ws)
+	n1, err := DiskUsage(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1-n0 != used1-used0 {
+		t.Fatalf("1,000 one-byte files in 10 folders grew the measure by %d bytes and the file system by %d", n1-n0, used1-used0)
 	}
 }

@@ -25,7 +25,7 @@ func watchDisk(t *testing.T, ws string, room, floor int64) (ctx context.Context,
 	t.Cleanup(cancel)
 	progs := &commands.Programs{}
 	cuts := make(chan error, 1)
-	stop := commands.WatchDisk(ws, measured+room, measured, floor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) },
+	stop := commands.WatchDisk(ws, measured+room, floor, 20*time.Millisecond, func() (int64, error) { return progs.DiskUsage(ws) }, progs.Parks,
 		func(_ int64, err error) { cuts <- err; cancel() })
 	t.Cleanup(stop)
 	return commands.WithPrograms(ctx, progs), cuts

@@ -380,14 +380,14 @@ func (s *budgets) unmeasured(a *store.Agent) string {
 // context hold too), and cuts the command (cancel) once the workspace is over it. stop
 // ends the watch and says why the command was cut, or "".
 func (s *budgets) watchDisk(ctx context.Context, a *store.Agent, cancel func()) (context.Context, func() string) {
-	budget, floor, measured := s.agentBudget(a).MaxDisk, commands.DiskFloor, a.DiskBytes
+	budget, floor := s.agentBudget(a).MaxDisk, commands.DiskFloor
 	if budget <= 0 { // it only measures: what it writes is no one else's unexplained growth
-		budget, floor, measured = 0, 0, -1 // no walk keeps its workspace's size
+		budget, floor = 0, 0
 	}
 	var why string // set before the watch ends
 	run := &commands.Programs{}
-	end := commands.WatchDisk(a.Workspace, budget, measured, floor, diskWatchEvery,
-		func() (int64, error) { return run.DiskUsage(a.Workspace) },
+	end := commands.WatchDisk(a.Workspace, budget, floor, diskWatchEvery,
+		func() (int64, error) { return run.DiskUsage(a.Workspace) }, run.Parks,
 		func(n int64, err error) {
 			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
 			var ug *commands.ErrUnexplainedGrowth

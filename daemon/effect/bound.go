@@ -105,7 +105,7 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 	if b.q != nil {
 		floor = 0 // the quota bounds the writes, and statfs sees its tmpfs, not the disk
 	}
-	stop := commands.WatchDisk(b.view, b.room, took, floor, boundEvery, func() (int64, error) { return b.measure(run) }, func(n int64, err error) {
+	stop := commands.WatchDisk(b.view, b.room, floor, boundEvery, func() (int64, error) { return b.measure(run) }, run.Parks, func(n int64, err error) {
 		b.over = b.overBy(n, took)
 		if err != nil {
 			b.over = b.unmeasured(err)
