@@ -105,9 +105,8 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 // read reads team run id with its workflow and cursor; false ends the loop: the run
 // is gone or over, or what it stored no longer reads (the run fails).
 func (e *Engine) read(ctx context.Context, id string) (*store.TeamRun, *Workflow, cursor, bool) {
-	var r *store.TeamRun
 	var c cursor
-	err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return })
+	r, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.TeamRun, error) { return tx.TeamRun(id) })
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("team: reading run", "team", id, "err", err)
@@ -138,8 +137,7 @@ func (e *Engine) retryModel(ctx context.Context, r *store.TeamRun, failures int,
 		return false
 	}
 	e.log.Warn("team: model call failed", "team", r.ID, "attempt", failures, "err", me.err)
-	model, _ := e.params()
-	back, stop := e.opt.LLM.Servable(model)
+	back, stop := e.opt.LLM.Servable(e.opt.Settings().Model)
 	defer stop()
 	return backoff.SleepOr(ctx, e.opt.Backoff(failures), nil, back)
 }
@@ -477,8 +475,7 @@ func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflo
 func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []api.TeamTurn, c cursor, s *step) (text string, ok, wait bool, err error) {
 	if r.WaitRun != "" {
 		e.waitFor(l, r.Waiting)
-		var run *store.Run
-		err := e.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(r.WaitRun); return })
+		run, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.Run, error) { return tx.Run(r.WaitRun) })
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Sprintf("the run of %s's agent is gone (the agent was removed)", role.Name), false, false, nil
 		} else if err != nil {
