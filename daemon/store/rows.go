@@ -82,7 +82,7 @@ func (t *Tx) InsertAgent(a *Agent) error {
 	return t.write("insert agent", `INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
+		a.StepsTotal, a.BusyMS, nullable(a.Budget.MaxSteps), nullable(a.Budget.MaxTokens), a.Budget.busyMS(), commandsCol(a.Commands),
 		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now), a.Unchecked)
 }
 
@@ -116,7 +116,7 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 		state_since=CASE WHEN state=? THEN state_since ELSE ? END WHERE id=? RETURNING state_since`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.Unchecked,
+		a.StepsTotal, a.BusyMS, nullable(a.Budget.MaxSteps), nullable(a.Budget.MaxTokens), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.Unchecked,
 		a.State, ms(t.now), a.ID).Scan(&since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // as an UPDATE of no row: nothing to do
@@ -128,23 +128,8 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 	return nil
 }
 
-// steps, tokens and busyMS are the budget's columns: NULL when unset.
-func (b AgentBudget) steps() any {
-	if b.MaxSteps == nil {
-		return nil
-	}
-	return *b.MaxSteps
-}
-
-func (b AgentBudget) tokens() any {
-	if b.MaxTokens == nil {
-		return nil
-	}
-	return *b.MaxTokens
-}
-
-// nullable is a column that is NULL when unset.
-func nullable(v *int64) any {
+// nullable and busyMS are the budget's columns: NULL when unset.
+func nullable[T any](v *T) any {
 	if v == nil {
 		return nil
 	}

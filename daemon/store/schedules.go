@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,10 +34,7 @@ func scanRun(sc scanner) (*Run, error) {
 	if err != nil {
 		return nil, rowError("reading run", err)
 	}
-	r.Started, r.MaxWall = fromMS(started), time.Duration(wall)*time.Millisecond
-	if ended != 0 {
-		r.Ended = fromMS(ended)
-	}
+	r.Started, r.Ended, r.MaxWall = fromMS(started), fromMSOrZero(ended), time.Duration(wall)*time.Millisecond
 	return &r, nil
 }
 
@@ -85,11 +81,8 @@ func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	err := sc.Scan(&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Agent, &s.Template, &s.Description, &s.Goal,
 		&s.Autonomy.Mode, &s.Autonomy.Steps, &allow, &s.Budget.MaxSteps, &s.Budget.MaxTokens, &wall,
 		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &cursor, &when, &fired)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading schedule: %w", err)
+		return nil, rowError("reading schedule", err)
 	}
 	json.Unmarshal([]byte(allow), &s.Autonomy.Allow)
 	if when != "" {
@@ -102,10 +95,7 @@ func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	if s.MaxWall > 0 {
 		s.Budget.MaxTime = s.MaxWall.String()
 	}
-	s.CreatedAt = fromMS(created)
-	if cursor != 0 {
-		s.Cursor = fromMS(cursor)
-	}
+	s.CreatedAt, s.Cursor = fromMS(created), fromMSOrZero(cursor)
 	if fired.Valid {
 		s.LastFired = fromMS(fired.Int64)
 	}
@@ -140,14 +130,11 @@ func conditionsJSON(c *api.WakeConditions) string {
 // SetScheduleConditions replaces a schedule's wake conditions (nil: none); what the old
 // ones saw stays and is pruned when the next run starts.
 func (t *Tx) SetScheduleConditions(id string, c *api.WakeConditions) error {
-	res, err := t.exec(`UPDATE schedules SET conditions=?, updated_at=? WHERE id=?`, conditionsJSON(c), ms(t.now), id)
-	if err != nil {
-		return fmt.Errorf("store: set schedule conditions: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	ok, err := t.affected("set schedule conditions", `UPDATE schedules SET conditions=?, updated_at=? WHERE id=?`, conditionsJSON(c), ms(t.now), id)
+	if err == nil && !ok {
 		return ErrNotFound
 	}
-	return nil
+	return err
 }
 
 // Schedule reads one schedule by id.
@@ -186,13 +173,6 @@ func (t *Tx) SetSchedulePaused(id string, paused bool) error {
 // is handled.
 func (t *Tx) SetLastFired(id string, at time.Time) error {
 	return t.write("set last fired", `UPDATE schedules SET last_fired=MAX(last_fired, ?) WHERE id=?`, ms(at), id)
-}
-
-func msOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return ms(t)
 }
 
 // RecordScheduleRun inserts a firing's record the first time its id is seen and updates it
@@ -243,13 +223,7 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, erro
 			&r.AgentID, &r.RunID, &r.Steps, &r.Tokens); err != nil {
 			return r, fmt.Errorf("store: reading schedule run: %w", err)
 		}
-		r.Scheduled = fromMS(sched)
-		if started != 0 {
-			r.Started = fromMS(started)
-		}
-		if ended != 0 {
-			r.Ended = fromMS(ended)
-		}
+		r.Scheduled, r.Started, r.Ended = fromMS(sched), fromMSOrZero(started), fromMSOrZero(ended)
 		return r, nil
 	}, q, args...)
 }
