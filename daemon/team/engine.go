@@ -292,7 +292,7 @@ func (e *Engine) StartTeam(ctx context.Context, req api.TeamRunRequest) (*api.Te
 	if strings.TrimSpace(req.Workflow) == "" {
 		return nil, badRequest("empty workflow: send the workflow file's content")
 	}
-	if len(req.Workflow) > 256<<10 {
+	if len(req.Workflow) > maxWorkflowFile {
 		return nil, badRequest("workflow is %d bytes: at most 256 KiB", len(req.Workflow))
 	}
 	file := req.File

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -160,9 +162,7 @@ func (e *Engine) record(ctx context.Context, id string, l *live, s *step, starte
 		}
 	}
 	if errors.Is(err, errEnded) {
-		for _, a := range s.agents {
-			l.orphans = append(l.orphans, a)
-		}
+		l.orphans = slices.AppendSeq(l.orphans, maps.Values(s.agents))
 		return false
 	}
 	if ctx.Err() != nil {
@@ -216,12 +216,8 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 			}
 			turns = append(turns, row.TeamTurn)
 		}
-		for k, v := range s.vars {
-			r.Vars[k] = v
-		}
-		for k, v := range s.agents {
-			r.Agents[k] = v
-		}
+		maps.Copy(r.Vars, s.vars)
+		maps.Copy(r.Agents, s.agents)
 		if s.countTurn {
 			r.Turns++
 		}
@@ -290,12 +286,8 @@ func (e *Engine) startPhase(wf *Workflow, st *State, ph *Phase, c cursor) *step 
 // if any), stores its conclusion, and moves the cursor to what comes next.
 func (e *Engine) endPhase(r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor, s *step, mode, reason, conclusion string) *step {
 	vars := map[string]string{}
-	for k, v := range r.Vars {
-		vars[k] = v
-	}
-	for k, v := range s.vars {
-		vars[k] = v
-	}
+	maps.Copy(vars, r.Vars)
+	maps.Copy(vars, s.vars)
 	if conclusion != "" && cur.Store != "" {
 		if s.vars == nil {
 			s.vars = map[string]string{}
