@@ -33,12 +33,9 @@ var liveKeys = []string{
 var botKeys = []string{"bots.", "slack.", "discord.", "teams."}
 
 func matches(key string, patterns []string) bool {
-	for _, p := range patterns {
-		if key == p || (strings.HasSuffix(p, ".") && strings.HasPrefix(key, p)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		return key == p || strings.HasSuffix(p, ".") && strings.HasPrefix(key, p)
+	})
 }
 
 // reloader applies a re-read config to the running daemon (SIGHUP, POST /v0/reload).
@@ -133,13 +130,13 @@ func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	if !restartBots {
 		// A token file rotated in place changes no key: compare what the bots run with.
 		// A token that can no longer be read, or can now, restarts them too.
-		if botTokens(cfg) != rl.bots.tokens() {
+		if readBotTokens(cfg).fp != rl.bots.tokens() {
 			restartBots = true
 			res.Applied = append(res.Applied, "bot tokens")
 		}
 	}
 	if restartBots {
-		if newBots, err = rl.bots.build(cfg); err != nil {
+		if newBots, err = rl.bots.svc(cfg); err != nil {
 			return nil, err
 		}
 		// A bot that runs is never stopped for a token that can no longer be read: the
@@ -180,7 +177,8 @@ func (l *liveConfig) load() *config.Config   { return l.p.Load() }
 // It is made before the supervisor, whose doctor check reads its statuses; svc and mgr,
 // which need the supervisor, are set once after it, before start.
 type liveBots struct {
-	svc   func(cfg *config.Config) (*chatBots, error)
+	svc func(cfg *config.Config) (*chatBots, error) // a bot set for cfg, not started
+
 	mgr   *schedule.Manager
 	sw    *chatSwitch
 	log   *slog.Logger
@@ -213,9 +211,6 @@ func (b *liveBots) running() []string {
 	}
 	return out
 }
-
-// build makes a bot set for cfg, not started; a bot whose secrets are missing is left out.
-func (b *liveBots) build(cfg *config.Config) (*chatBots, error) { return b.svc(cfg) }
 
 // start runs c as the current set under ctx.
 func (b *liveBots) start(ctx context.Context, c *chatBots) {
