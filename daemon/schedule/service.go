@@ -450,20 +450,11 @@ func (m *Manager) ScheduleHistory(ctx context.Context, ref string, limit int) ([
 	if limit < 0 {
 		return nil, badRequest("limit %d: want 0 (all) or more", limit)
 	}
-	out := []api.ScheduleRun{}
-	err := m.st.View(ctx, func(tx *store.Tx) error {
+	return store.Read(ctx, m.st, func(tx *store.Tx) ([]api.ScheduleRun, error) {
 		row, err := resolve(tx, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		runs, err := tx.ScheduleRuns(row.ID, limit)
-		if runs != nil {
-			out = runs
-		}
-		return err
+		return tx.ScheduleRuns(row.ID, limit)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

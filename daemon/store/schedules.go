@@ -207,7 +207,8 @@ func (t *Tx) ScheduleTotals(scheduleID string) (runs, steps int, tokens int64, e
 	return runs, steps, tokens, err
 }
 
-// ScheduleRuns lists a schedule's firing records, newest first; limit <= 0 is all.
+// ScheduleRuns lists a schedule's firing records, newest first (empty, not nil, when
+// none); limit <= 0 is all.
 func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, error) {
 	q := `SELECT id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome, reason, agent_id, run_id, steps, tokens
 		FROM schedule_runs WHERE schedule_id=? ORDER BY scheduled_at DESC, rowid DESC`
@@ -216,7 +217,7 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, erro
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	return queryAll(t, nil, "schedule runs", func(sc scanner) (api.ScheduleRun, error) {
+	return queryAll(t, []api.ScheduleRun{}, "schedule runs", func(sc scanner) (api.ScheduleRun, error) {
 		var r api.ScheduleRun
 		var sched, started, ended int64
 		if err := sc.Scan(&r.ID, &r.ScheduleID, &sched, &started, &ended, &r.Manual, &r.Outcome, &r.Reason,
