@@ -220,25 +220,18 @@ func (e *Engine) Check(ctx context.Context, scheduleID string, c Conditions, t T
 		return e.decide(ctx, v, &store.WakeState{})
 	}
 	v.conds = c
-	ws := &store.WakeState{Seen: "{}"}
-	err = e.st.View(ctx, func(tx *store.Tx) error {
-		w, err := tx.WakeState(scheduleID)
-		if err == nil {
-			ws = w
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		return nil
-	})
-	prev := seen{}
-	if err == nil {
-		if jerr := json.Unmarshal([]byte(ws.Seen), &prev); jerr != nil {
-			e.log.Warn("wake: stored state unreadable: every condition looks anew", "schedule", scheduleID, "err", jerr)
-			prev = seen{}
-		}
-	} else {
+	ws, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.WakeState, error) { return tx.WakeState(scheduleID) })
+	if err != nil {
+		ws = &store.WakeState{Seen: "{}"}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		v.results = []result{{cond: "the conditions", err: fmt.Errorf("reading what the last run saw: %w", err)}}
 		return e.decide(ctx, v, ws)
+	}
+	prev := seen{}
+	if err := json.Unmarshal([]byte(ws.Seen), &prev); err != nil {
+		e.log.Warn("wake: stored state unreadable: every condition looks anew", "schedule", scheduleID, "err", err)
+		prev = seen{}
 	}
 	since := "since the last run"
 	if !ws.SeenAt.IsZero() {
