@@ -76,22 +76,22 @@ func js(v any) string {
 	return string(b)
 }
 
+// jsOr is a JSON column where "" is none: v as JSON, or "" when none.
+func jsOr(none bool, v any) string {
+	if none {
+		return ""
+	}
+	return js(v)
+}
+
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
 	return t.write("insert agent", `INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
-		a.StepsTotal, a.BusyMS, nullable(a.Budget.MaxSteps), nullable(a.Budget.MaxTokens), a.Budget.busyMS(), commandsCol(a.Commands),
+		a.StepsTotal, a.BusyMS, nullable(a.Budget.MaxSteps), nullable(a.Budget.MaxTokens), a.Budget.busyMS(), jsOr(len(a.Commands) == 0, a.Commands),
 		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now), a.Unchecked)
-}
-
-// commandsCol is the commands column: empty when the agent is not limited.
-func commandsCol(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return js(names)
 }
 
 // SetDiskBytes records the disk agent id's workspace takes, measured again.
@@ -225,21 +225,13 @@ func (t *Tx) InsertProposal(p *api.Proposal) error {
 	p.CreatedAt = t.now
 	return t.write("insert proposal", `INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
-		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), previewJSON(p.Preview), ms(t.now))
+		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), jsOr(p.Preview == nil, p.Preview), ms(t.now))
 }
 
 // SetProposalPreview replaces a proposal's preview: the daemon adds to it what the person
 // should know when asked (a file a y! bound changed since).
 func (t *Tx) SetProposalPreview(id string, pv *api.Preview) error {
-	return t.write("set proposal preview", `UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id)
-}
-
-// previewJSON is the preview column's value: empty for none.
-func previewJSON(pv *api.Preview) string {
-	if pv == nil {
-		return ""
-	}
-	return js(pv)
+	return t.write("set proposal preview", `UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, jsOr(pv == nil, pv), ms(t.now), id)
 }
 
 // SetProposalStatus moves a proposal from one of the from statuses to status, optionally

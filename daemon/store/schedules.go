@@ -121,10 +121,7 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 
 // conditionsJSON is the conditions column: ” for none.
 func conditionsJSON(c *api.WakeConditions) string {
-	if c == nil || len(c.Changed)+len(c.URLs)+len(c.Commands) == 0 {
-		return ""
-	}
-	return js(c)
+	return jsOr(c == nil || len(c.Changed)+len(c.URLs)+len(c.Commands) == 0, c)
 }
 
 // SetScheduleConditions replaces a schedule's wake conditions (nil: none); what the old
