@@ -267,7 +267,7 @@ func (b *liveBots) stopLocked() {
 	}
 }
 
-// chatSwitch is the schedules' Chat: whatever relay is current, or none.
+// chatSwitch is the schedules' Chat: whatever relay is current, or noChat.
 type chatSwitch struct {
 	mu  sync.RWMutex
 	cur schedule.Chat
@@ -281,51 +281,50 @@ func (s *chatSwitch) set(c schedule.Chat) {
 	s.cur = c
 }
 
-func (s *chatSwitch) get(platform string) (schedule.Chat, error) {
+func (s *chatSwitch) get(platform string) schedule.Chat {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.cur == nil {
-		return nil, fmt.Errorf("no chat bot is enabled in this agentd: enable [%s] in the config and reload agentd (agentctl reload)", platform)
+		return noChat(platform)
 	}
-	return s.cur, nil
+	return s.cur
 }
 
 func (s *chatSwitch) CheckChannel(platform, channel string) error {
-	c, err := s.get(platform)
-	if err != nil {
-		return err
-	}
-	return c.CheckChannel(platform, channel)
+	return s.get(platform).CheckChannel(platform, channel)
 }
 
 func (s *chatSwitch) StartRunThread(ctx context.Context, platform, channel, header, details string) (string, error) {
-	c, err := s.get(platform)
-	if err != nil {
-		return "", err
-	}
-	return c.StartRunThread(ctx, platform, channel, header, details)
+	return s.get(platform).StartRunThread(ctx, platform, channel, header, details)
 }
 
 func (s *chatSwitch) BindRun(ctx context.Context, platform, channel, thread, agentID, runID, by string) error {
-	c, err := s.get(platform)
-	if err != nil {
-		return err
-	}
-	return c.BindRun(ctx, platform, channel, thread, agentID, runID, by)
+	return s.get(platform).BindRun(ctx, platform, channel, thread, agentID, runID, by)
 }
 
 func (s *chatSwitch) Note(ctx context.Context, platform, channel, thread, text string) error {
-	c, err := s.get(platform)
-	if err != nil {
-		return err
-	}
-	return c.Note(ctx, platform, channel, thread, text)
+	return s.get(platform).Note(ctx, platform, channel, thread, text)
 }
 
 func (s *chatSwitch) RunThread(ctx context.Context, platform, runID string) (string, string, bool) {
-	c, err := s.get(platform)
-	if err != nil {
-		return "", "", false
-	}
-	return c.RunThread(ctx, platform, runID)
+	return s.get(platform).RunThread(ctx, platform, runID)
+}
+
+// noChat is the Chat of a platform while no bot runs: it refuses all, naming the fix.
+type noChat string
+
+func (p noChat) err() error {
+	return fmt.Errorf("no chat bot is enabled in this agentd: enable [%s] in the config and reload agentd (agentctl reload)", string(p))
+}
+
+func (p noChat) CheckChannel(string, string) error                          { return p.err() }
+func (p noChat) Note(context.Context, string, string, string, string) error { return p.err() }
+func (p noChat) StartRunThread(context.Context, string, string, string, string) (string, error) {
+	return "", p.err()
+}
+func (p noChat) BindRun(context.Context, string, string, string, string, string, string) error {
+	return p.err()
+}
+func (p noChat) RunThread(context.Context, string, string) (string, string, bool) {
+	return "", "", false
 }
