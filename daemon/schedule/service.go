@@ -434,12 +434,9 @@ func (m *Manager) RunSchedule(ctx context.Context, ref string) (*api.ScheduleRun
 	}
 	out := wireRun(rec)
 	if rec.RunID != "" {
-		m.st.View(ctx, func(tx *store.Tx) error {
-			if run, err := tx.Run(rec.RunID); err == nil {
-				out.AgentID = run.AgentID
-			}
-			return nil
-		})
+		if run, err := store.Read(ctx, m.st, func(tx *store.Tx) (*store.Run, error) { return tx.Run(rec.RunID) }); err == nil {
+			out.AgentID = run.AgentID
+		}
 	}
 	return out, nil
 }
