@@ -379,12 +379,12 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 	if info, ok := Info(msg.Text); ok {
 		return e.endPhase(r, wf, st, ph, cur, c, s, "info", speaker+" concluded with <INFO>", info), false, nil
 	}
-	tr := make([]Msg, 0, len(hist)+1)
-	for _, h := range append(hist, msg) {
+	all := append(hist, msg)
+	tr := make([]Msg, 0, len(all))
+	for _, h := range all {
 		tr = append(tr, Msg{Role: h.Role, Assistant: h.Role == cur.Assistant, Text: h.Text})
 	}
 	if f := Detect(tr); f != nil {
-		all := append(hist, msg)
 		return e.endReflected(ctx, r, wf, st, ph, cur, c, s, f.Mode, f.Reason, all), false, nil
 	}
 	s.c = c
@@ -396,16 +396,9 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 func Info(text string) (string, bool) {
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "<INFO>") {
-			rest := strings.TrimSpace(strings.TrimPrefix(t, "<INFO>"))
-			if more := strings.TrimSpace(strings.Join(lines[i+1:], "\n")); more != "" {
-				if rest != "" {
-					rest += "\n"
-				}
-				rest += more
-			}
-			return rest, true
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "<INFO>"); ok {
+			parts := []string{strings.TrimSpace(rest), strings.TrimSpace(strings.Join(lines[i+1:], "\n"))}
+			return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n"), true
 		}
 	}
 	return "", false
