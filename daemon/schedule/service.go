@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"regexp"
@@ -311,10 +312,7 @@ func checkBudget(b api.Budget, row *store.Schedule) error {
 }
 
 func checkAutonomy(au api.Autonomy, row *store.Schedule) error {
-	mode := strings.TrimSpace(au.Mode)
-	if mode == "" {
-		mode = api.AutonomyAsk
-	}
+	mode := cmp.Or(strings.TrimSpace(au.Mode), api.AutonomyAsk)
 	if au.Steps < 0 {
 		return badRequest("autonomy steps %d: want 0 or more", au.Steps)
 	}

@@ -172,19 +172,13 @@ func New(cfg Config) *Scheduler {
 	s := &Scheduler{
 		starter:  cfg.Starter,
 		recorder: cfg.Recorder,
-		clock:    cfg.Clock,
-		log:      cfg.Log,
+		clock:    cmp.Or[Clock](cfg.Clock, SystemClock{}),
+		log:      cmp.Or(cfg.Log, slog.New(slog.DiscardHandler)),
 		grace:    cmp.Or(cfg.Grace, time.Minute),
 		entries:  map[string]*entry{},
 		runs:     map[string]*inflight{},
 		early:    map[string]Result{},
 		wake:     make(chan struct{}, 1),
-	}
-	if s.clock == nil {
-		s.clock = SystemClock{}
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.idle = sync.NewCond(&s.mu)
 	return s
