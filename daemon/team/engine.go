@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,14 +134,10 @@ func New(opt Options) (*Engine, error) {
 	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || opt.Settings == nil {
 		return nil, errors.New("team: Store, LLM, Agents and Settings are required")
 	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
+	opt.Log = cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
+	opt.ModelAttempts = cmp.Or(max(opt.ModelAttempts, 0), 6)
 	if opt.Backoff == nil {
 		opt.Backoff = llm.NextBackoff
-	}
-	if opt.ModelAttempts <= 0 {
-		opt.ModelAttempts = 6
 	}
 	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: run.NewBroker()}, nil
 }
@@ -295,10 +292,7 @@ func (e *Engine) StartTeam(ctx context.Context, req api.TeamRunRequest) (*api.Te
 	if len(req.Workflow) > maxWorkflowFile {
 		return nil, badRequest("workflow is %d bytes: at most 256 KiB", len(req.Workflow))
 	}
-	file := req.File
-	if file == "" {
-		file = "workflow"
-	}
+	file := cmp.Or(req.File, "workflow")
 	wf, err := Parse(file, []byte(req.Workflow))
 	if err != nil {
 		return nil, badRequest("%v", err)
