@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,12 +94,7 @@ func (rl *reloader) Reload(ctx context.Context) (*api.ReloadResult, error) {
 	return res, nil
 }
 
-func (rl *reloader) where() string {
-	if rl.path == "" {
-		return "(defaults)"
-	}
-	return rl.path
-}
+func (rl *reloader) where() string { return cmp.Or(rl.path, "(defaults)") }
 
 // apply reads, checks and applies the config. Everything that can fail is done before
 // anything is changed, so a refused reload changes nothing.
