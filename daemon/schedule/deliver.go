@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -173,16 +174,9 @@ func firingText(name string, r cron.Record) string {
 	when := r.Scheduled.Format("Mon 2006-01-02 15:04 MST")
 	switch r.Outcome {
 	case api.RunSkipped:
-		return fmt.Sprintf("⏭ Schedule %s skipped its firing of %s: %s", name, when, orDash(r.Reason))
+		return fmt.Sprintf("⏭ Schedule %s skipped its firing of %s: %s", name, when, cmp.Or(r.Reason, "-"))
 	case api.RunMissed:
-		return fmt.Sprintf("⏰ Schedule %s missed its firing of %s: %s", name, when, orDash(r.Reason))
+		return fmt.Sprintf("⏰ Schedule %s missed its firing of %s: %s", name, when, cmp.Or(r.Reason, "-"))
 	}
-	return fmt.Sprintf("❌ Schedule %s could not start its run of %s: %s", name, when, orDash(r.Reason))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return fmt.Sprintf("❌ Schedule %s could not start its run of %s: %s", name, when, cmp.Or(r.Reason, "-"))
 }

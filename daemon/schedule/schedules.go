@@ -12,6 +12,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,18 +96,10 @@ type Manager struct {
 
 // New returns a Manager; call Start to load and fire the stored schedules.
 func New(opt Options) *Manager {
-	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat, metrics: opt.Metrics,
+	m := &Manager{st: opt.Store, agents: opt.Agents, clock: cmp.Or[cron.Clock](opt.Clock, cron.SystemClock{}),
+		log: cmp.Or(opt.Log, slog.New(slog.DiscardHandler)), local: cmp.Or(opt.Local, time.Local), chat: opt.Chat, metrics: opt.Metrics,
 		wake: opt.Wake, loaded: make(chan struct{})}
 	m.keep.Store(int64(opt.KeepAgents))
-	if m.clock == nil {
-		m.clock = cron.SystemClock{}
-	}
-	if m.log == nil {
-		m.log = slog.New(slog.DiscardHandler)
-	}
-	if m.local == nil {
-		m.local = time.Local
-	}
 	m.sched = cron.New(cron.Config{
 		Starter: m.start, Recorder: m.record,
 		Clock: m.clock, Log: m.log, Grace: opt.Grace,
@@ -272,10 +265,7 @@ func agentGone(err error, row *store.Schedule) error {
 
 // templateRequest is the fresh agent of a template schedule's run.
 func (m *Manager) templateRequest(row *store.Schedule, start bool) api.CreateAgentRequest {
-	desc := row.Description
-	if desc == "" {
-		desc = "an autonomous assistant working on the recurring goal of schedule " + row.Name
-	}
+	desc := cmp.Or(row.Description, "an autonomous assistant working on the recurring goal of schedule "+row.Name)
 	req := api.CreateAgentRequest{Name: row.Template + "-" + randid.Hex(3), Description: desc, Task: row.Goal}
 	if !start {
 		req.Start = &start

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"regexp"
@@ -311,10 +312,7 @@ func checkBudget(b api.Budget, row *store.Schedule) error {
 }
 
 func checkAutonomy(au api.Autonomy, row *store.Schedule) error {
-	mode := strings.TrimSpace(au.Mode)
-	if mode == "" {
-		mode = api.AutonomyAsk
-	}
+	mode := cmp.Or(strings.TrimSpace(au.Mode), api.AutonomyAsk)
 	if au.Steps < 0 {
 		return badRequest("autonomy steps %d: want 0 or more", au.Steps)
 	}
@@ -434,12 +432,9 @@ func (m *Manager) RunSchedule(ctx context.Context, ref string) (*api.ScheduleRun
 	}
 	out := wireRun(rec)
 	if rec.RunID != "" {
-		m.st.View(ctx, func(tx *store.Tx) error {
-			if run, err := tx.Run(rec.RunID); err == nil {
-				out.AgentID = run.AgentID
-			}
-			return nil
-		})
+		if run, err := store.Read(ctx, m.st, func(tx *store.Tx) (*store.Run, error) { return tx.Run(rec.RunID) }); err == nil {
+			out.AgentID = run.AgentID
+		}
 	}
 	return out, nil
 }
@@ -450,20 +445,11 @@ func (m *Manager) ScheduleHistory(ctx context.Context, ref string, limit int) ([
 	if limit < 0 {
 		return nil, badRequest("limit %d: want 0 (all) or more", limit)
 	}
-	out := []api.ScheduleRun{}
-	err := m.st.View(ctx, func(tx *store.Tx) error {
+	return store.Read(ctx, m.st, func(tx *store.Tx) ([]api.ScheduleRun, error) {
 		row, err := resolve(tx, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		runs, err := tx.ScheduleRuns(row.ID, limit)
-		if runs != nil {
-			out = runs
-		}
-		return err
+		return tx.ScheduleRuns(row.ID, limit)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

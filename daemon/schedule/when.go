@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,11 +96,7 @@ func (m *Manager) checkFiring(ctx context.Context, row *store.Schedule, f cron.F
 	if v.Surface {
 		m.surface(ctx, row, v)
 	}
-	switch {
-	case v.Wake:
-		return v, nil
-	case f.Manual:
-		// A person asked: the run starts whatever the check says, from what it found.
+	if v.Wake || f.Manual { // a person asked: the run starts whatever the check says, from what it found
 		return v, nil
 	}
 	m.log.Info("scheduled firing not run", "schedule", row.Name, "firing", f.ID, "outcome", v.Outcome, "reason", v.Reason)
@@ -152,10 +149,7 @@ func wakeStatus(tx *store.Tx, row *store.Schedule) (*api.WakeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	after := row.When.FailAfter
-	if after == 0 {
-		after = wake.DefaultFailAfter
-	}
+	after := cmp.Or(row.When.FailAfter, wake.DefaultFailAfter)
 	return &api.WakeStatus{SeenAt: w.SeenAt, Failures: w.Failures, Failing: w.Failures >= after,
 		LastError: w.LastError, FailedAt: w.FailedAt}, nil
 }

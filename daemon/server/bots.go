@@ -224,9 +224,6 @@ func (b botSecrets) lacks(part string) error {
 	return errors.Join(errs...)
 }
 
-// botTokens is the fingerprint of the enabled bots' tokens (readBotTokens).
-func botTokens(cfg *config.Config) string { return readBotTokens(cfg).fp }
-
 // slackRules turns [slack] into the relay's rules: ids starting with S are user groups.
 // Mentions pasted from Slack (<@U123>, <!subteam^S123|@team>) are read as the ids they
 // name; an entry that names no id is an error, since it would never match.

@@ -135,7 +135,7 @@ func (d *daemon) componentsPart() part {
 			d.extra, d.bridge = extra, bridge
 			if bridge != nil {
 				ctx := bg.context(ctx)
-				bg.goroutine(func() { bridge.Start(ctx) })
+				bg.wg.Go(func() { bridge.Start(ctx) })
 			}
 			return nil
 		},
@@ -310,7 +310,7 @@ func (d *daemon) reloadPart() part {
 				return nil
 			}
 			ctx = bg.context(ctx)
-			bg.goroutine(func() {
+			bg.wg.Go(func() {
 				for {
 					select {
 					case <-ctx.Done():
@@ -382,7 +382,7 @@ func (s *serving) serve(ctx context.Context, srv *http.Server, ln net.Listener, 
 	s.srv = srv
 	srv.ReadHeaderTimeout = 10 * time.Second
 	srv.BaseContext = func(net.Listener) context.Context { return ctx }
-	s.bg.goroutine(func() {
+	s.bg.wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			select { // the first failure stops the daemon; a second has no one to tell
 			case failed <- fmt.Errorf("api server: %w", err): // exit non-zero so a supervisor restarts us

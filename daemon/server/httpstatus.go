@@ -116,7 +116,7 @@ func (l *httpListener) tokenCheck() api.Check {
 		}
 		where = fmt.Sprintf("%s (mode %04o)", f, fi.Mode().Perm())
 	}
-	tok, err := secret("http token", l.cfg.TokenEnv, l.cfg.TokenFile)
+	tok, err := httpSecret(l.cfg).read()
 	switch {
 	case err != nil:
 		c.Status, c.Detail, c.Fix = api.CheckFail, err.Error()+"; the listener still takes the token read at start", fix

@@ -91,18 +91,13 @@ func stopCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 // ends them and waits for them whatever the rest of the daemon is doing.
 type background struct {
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the goroutines: run them with wg.Go
 }
 
 // context returns the goroutines' context, a child of ctx; call it once, in start.
 func (b *background) context(ctx context.Context) context.Context {
 	ctx, b.cancel = context.WithCancel(ctx)
 	return ctx
-}
-
-// goroutine runs f in a tracked goroutine.
-func (b *background) goroutine(f func()) {
-	b.wg.Go(f)
 }
 
 // stop ends the context and waits for the goroutines; safe before context was called.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,12 +34,9 @@ var liveKeys = []string{
 var botKeys = []string{"bots.", "slack.", "discord.", "teams."}
 
 func matches(key string, patterns []string) bool {
-	for _, p := range patterns {
-		if key == p || (strings.HasSuffix(p, ".") && strings.HasPrefix(key, p)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		return key == p || strings.HasSuffix(p, ".") && strings.HasPrefix(key, p)
+	})
 }
 
 // reloader applies a re-read config to the running daemon (SIGHUP, POST /v0/reload).
@@ -96,12 +94,7 @@ func (rl *reloader) Reload(ctx context.Context) (*api.ReloadResult, error) {
 	return res, nil
 }
 
-func (rl *reloader) where() string {
-	if rl.path == "" {
-		return "(defaults)"
-	}
-	return rl.path
-}
+func (rl *reloader) where() string { return cmp.Or(rl.path, "(defaults)") }
 
 // apply reads, checks and applies the config. Everything that can fail is done before
 // anything is changed, so a refused reload changes nothing.
@@ -133,13 +126,13 @@ func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	if !restartBots {
 		// A token file rotated in place changes no key: compare what the bots run with.
 		// A token that can no longer be read, or can now, restarts them too.
-		if botTokens(cfg) != rl.bots.tokens() {
+		if readBotTokens(cfg).fp != rl.bots.tokens() {
 			restartBots = true
 			res.Applied = append(res.Applied, "bot tokens")
 		}
 	}
 	if restartBots {
-		if newBots, err = rl.bots.build(cfg); err != nil {
+		if newBots, err = rl.bots.svc(cfg); err != nil {
 			return nil, err
 		}
 		// A bot that runs is never stopped for a token that can no longer be read: the
@@ -180,7 +173,8 @@ func (l *liveConfig) load() *config.Config   { return l.p.Load() }
 // It is made before the supervisor, whose doctor check reads its statuses; svc and mgr,
 // which need the supervisor, are set once after it, before start.
 type liveBots struct {
-	svc   func(cfg *config.Config) (*chatBots, error)
+	svc func(cfg *config.Config) (*chatBots, error) // a bot set for cfg, not started
+
 	mgr   *schedule.Manager
 	sw    *chatSwitch
 	log   *slog.Logger
@@ -213,9 +207,6 @@ func (b *liveBots) running() []string {
 	}
 	return out
 }
-
-// build makes a bot set for cfg, not started; a bot whose secrets are missing is left out.
-func (b *liveBots) build(cfg *config.Config) (*chatBots, error) { return b.svc(cfg) }
 
 // start runs c as the current set under ctx.
 func (b *liveBots) start(ctx context.Context, c *chatBots) {
@@ -272,7 +263,7 @@ func (b *liveBots) stopLocked() {
 	}
 }
 
-// chatSwitch is the schedules' Chat: whatever relay is current, or none.
+// chatSwitch is the schedules' Chat: whatever relay is current, or noChat.
 type chatSwitch struct {
 	mu  sync.RWMutex
 	cur schedule.Chat
@@ -286,51 +277,50 @@ func (s *chatSwitch) set(c schedule.Chat) {
 	s.cur = c
 }
 
-func (s *chatSwitch) get(platform string) (schedule.Chat, error) {
+func (s *chatSwitch) get(platform string) schedule.Chat {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.cur == nil {
-		return nil, fmt.Errorf("no chat bot is enabled in this agentd: enable [%s] in the config and reload agentd (agentctl reload)", platform)
+		return noChat(platform)
 	}
-	return s.cur, nil
+	return s.cur
 }
 
 func (s *chatSwitch) CheckChannel(platform, channel string) error {
-	c, err := s.get(platform)
-	if err != nil {
-		return err
-	}
-	return c.CheckChannel(platform, channel)
+	return s.get(platform).CheckChannel(platform, channel)
 }
 
 func (s *chatSwitch) StartRunThread(ctx context.Context, platform, channel, header, details string) (string, error) {
-	c, err := s.get(platform)
-	if err != nil {
-		return "", err
-	}
-	return c.StartRunThread(ctx, platform, channel, header, details)
+	return s.get(platform).StartRunThread(ctx, platform, channel, header, details)
 }
 
 func (s *chatSwitch) BindRun(ctx context.Context, platform, channel, thread, agentID, runID, by string) error {
-	c, err := s.get(platform)
-	if err != nil {
-		return err
-	}
-	return c.BindRun(ctx, platform, channel, thread, agentID, runID, by)
+	return s.get(platform).BindRun(ctx, platform, channel, thread, agentID, runID, by)
 }
 
 func (s *chatSwitch) Note(ctx context.Context, platform, channel, thread, text string) error {
-	c, err := s.get(platform)
-	if err != nil {
-		return err
-	}
-	return c.Note(ctx, platform, channel, thread, text)
+	return s.get(platform).Note(ctx, platform, channel, thread, text)
 }
 
 func (s *chatSwitch) RunThread(ctx context.Context, platform, runID string) (string, string, bool) {
-	c, err := s.get(platform)
-	if err != nil {
-		return "", "", false
-	}
-	return c.RunThread(ctx, platform, runID)
+	return s.get(platform).RunThread(ctx, platform, runID)
+}
+
+// noChat is the Chat of a platform while no bot runs: it refuses all, naming the fix.
+type noChat string
+
+func (p noChat) err() error {
+	return fmt.Errorf("no chat bot is enabled in this agentd: enable [%s] in the config and reload agentd (agentctl reload)", string(p))
+}
+
+func (p noChat) CheckChannel(string, string) error                          { return p.err() }
+func (p noChat) Note(context.Context, string, string, string, string) error { return p.err() }
+func (p noChat) StartRunThread(context.Context, string, string, string, string) (string, error) {
+	return "", p.err()
+}
+func (p noChat) BindRun(context.Context, string, string, string, string, string, string) error {
+	return p.err()
+}
+func (p noChat) RunThread(context.Context, string, string) (string, string, bool) {
+	return "", "", false
 }

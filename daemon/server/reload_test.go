@@ -342,3 +342,70 @@ func TestStartOptionsCarryTheReloadedSettings(t *testing.T) {
 		t.Errorf("poller's budget on reload = %v steps, want 5", b)
 	}
 }
+
+// recordingChat is a relay that answers every call, and records the last one.
+type recordingChat struct{ last string }
+
+func (c *recordingChat) CheckChannel(platform, channel string) error {
+	c.last = "check " + platform + ":" + channel
+	return nil
+}
+func (c *recordingChat) StartRunThread(_ context.Context, platform, channel, header, _ string) (string, error) {
+	c.last = "thread " + platform + ":" + channel + " " + header
+	return "T1", nil
+}
+func (c *recordingChat) BindRun(_ context.Context, platform, _, thread, agentID, _, _ string) error {
+	c.last = "bind " + platform + " " + thread + " " + agentID
+	return nil
+}
+func (c *recordingChat) Note(_ context.Context, platform, _, thread, text string) error {
+	c.last = "note " + platform + " " + thread + " " + text
+	return nil
+}
+func (c *recordingChat) RunThread(_ context.Context, platform, runID string) (string, string, bool) {
+	c.last = "run " + platform + " " + runID
+	return "C1", "T1", true
+}
+
+// Without bots the schedules' chat refuses every call, naming the platform's section;
+// with a relay set it passes each call on, and refuses again once the relay is gone.
+func TestChatSwitchRefusesWithoutARelay(t *testing.T) {
+	ctx := context.Background()
+	var sw chatSwitch
+	refused := func(when string) {
+		t.Helper()
+		for name, err := range map[string]error{
+			"CheckChannel":   sw.CheckChannel("discord", "C1"),
+			"StartRunThread": func() error { _, err := sw.StartRunThread(ctx, "discord", "C1", "h", "d"); return err }(),
+			"BindRun":        sw.BindRun(ctx, "discord", "C1", "T1", "a-1", "r-1", "me"),
+			"Note":           sw.Note(ctx, "discord", "C1", "T1", "hi"),
+		} {
+			if err == nil || !strings.Contains(err.Error(), "no chat bot is enabled") || !strings.Contains(err.Error(), "[discord]") {
+				t.Errorf("%s: %s = %v, want the no-bot error naming [discord]", when, name, err)
+			}
+		}
+		if ch, th, ok := sw.RunThread(ctx, "discord", "r-1"); ok || ch != "" || th != "" {
+			t.Errorf("%s: RunThread = %q, %q, %v; want none", when, ch, th, ok)
+		}
+	}
+	refused("before a relay")
+	rc := &recordingChat{}
+	sw.set(rc)
+	if err := sw.CheckChannel("slack", "C9"); err != nil || rc.last != "check slack:C9" {
+		t.Errorf("CheckChannel = %v, relay saw %q", err, rc.last)
+	}
+	if th, err := sw.StartRunThread(ctx, "slack", "C9", "head", "d"); err != nil || th != "T1" || rc.last != "thread slack:C9 head" {
+		t.Errorf("StartRunThread = %q, %v, relay saw %q", th, err, rc.last)
+	}
+	if err := sw.BindRun(ctx, "slack", "C9", "T1", "a-1", "r-1", "me"); err != nil || rc.last != "bind slack T1 a-1" {
+		t.Errorf("BindRun = %v, relay saw %q", err, rc.last)
+	}
+	if err := sw.Note(ctx, "slack", "C9", "T1", "hi"); err != nil || rc.last != "note slack T1 hi" {
+		t.Errorf("Note = %v, relay saw %q", err, rc.last)
+	}
+	if ch, th, ok := sw.RunThread(ctx, "slack", "r-1"); !ok || ch != "C1" || th != "T1" || rc.last != "run slack r-1" {
+		t.Errorf("RunThread = %q, %q, %v, relay saw %q", ch, th, ok, rc.last)
+	}
+	sw.set(nil)
+	refused("after the relay is gone")
+}

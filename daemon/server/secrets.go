@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/config"
@@ -36,13 +37,7 @@ func tokenSources(cfg *config.Config) []neededSecret {
 // listener's token when it listens.
 func neededSecrets(cfg *config.Config) []neededSecret {
 	on := map[string]bool{"slack": cfg.Slack.Enabled, "discord": cfg.Discord.Enabled, "http": cfg.HTTP.Listen != ""}
-	var out []neededSecret
-	for _, s := range tokenSources(cfg) {
-		if on[s.part] {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(tokenSources(cfg), func(s neededSecret) bool { return !on[s.part] })
 }
 
 // httpSecret is the HTTP listener's bearer token.
@@ -51,12 +46,27 @@ func httpSecret(h config.HTTPConfig) neededSecret {
 		tokenFix: "`openssl rand -hex 32` makes one"}
 }
 
-// read reads the secret (secret) as agentd does, from its own environment; its error
-// names where it looked, fix how to mend it.
+// read reads the secret as agentd does, from its own environment; its error names where
+// it looked, fix how to mend it.
 func (s neededSecret) read() (string, error) { return s.readFrom(os.LookupEnv) }
 
+// readFrom reads the secret from its file (which wins) or the environment getenv reads.
+// Errors name where it was looked for, never what was found.
 func (s neededSecret) readFrom(getenv func(string) (string, bool)) (string, error) {
-	return secretFrom(getenv, s.what, s.env, s.file)
+	if s.file != "" {
+		b, err := os.ReadFile(s.file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s.what, err)
+		}
+		if v := strings.TrimSpace(string(b)); v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("%s: %s is empty", s.what, s.file)
+	}
+	if v, _ := getenv(s.env); strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v), nil
+	}
+	return "", fmt.Errorf("%s: $%s is not set", s.what, s.env)
 }
 
 // fix says where to put the secret so agentd finds it.
@@ -98,26 +108,4 @@ func CheckSecrets(cfg *config.Config, getenv func(string) (string, bool)) []conf
 		}
 	}
 	return probs
-}
-
-// secret reads a token from a file (which wins) or agentd's environment. Errors name
-// where it was looked for, never what was found.
-func secret(what, env, file string) (string, error) { return secretFrom(os.LookupEnv, what, env, file) }
-
-// secretFrom is secret with the environment getenv reads.
-func secretFrom(getenv func(string) (string, bool), what, env, file string) (string, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", what, err)
-		}
-		if v := strings.TrimSpace(string(b)); v != "" {
-			return v, nil
-		}
-		return "", fmt.Errorf("%s: %s is empty", what, file)
-	}
-	if v, _ := getenv(env); strings.TrimSpace(v) != "" {
-		return strings.TrimSpace(v), nil
-	}
-	return "", fmt.Errorf("%s: $%s is not set", what, env)
 }

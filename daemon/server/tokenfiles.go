@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
@@ -15,12 +16,7 @@ import (
 // chatCheck's (the bot did not start). The HTTP listener's token file has its own check
 // (httpListener.tokenCheck). nil when the config names no such file.
 func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
-	var files []neededSecret
-	for _, s := range tokenSources(cfg) {
-		if s.file != "" && s.part != "http" {
-			files = append(files, s)
-		}
-	}
+	files := slices.DeleteFunc(tokenSources(cfg), func(s neededSecret) bool { return s.file == "" || s.part == "http" })
 	if len(files) == 0 {
 		return nil
 	}

@@ -26,10 +26,7 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]api.AuditEntry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	var since int64
-	if !f.Since.IsZero() {
-		since = ms(f.Since)
-	}
+	since := msOrZero(f.Since)
 	out, err := queryAll(t, []api.AuditEntry{}, "audit", func(sc scanner) (api.AuditEntry, error) {
 		var e api.AuditEntry
 		var at int64
@@ -77,22 +74,18 @@ func (t *Tx) Replay(runID string) (*api.Replay, error) {
 		byID[p.ID] = len(r.Steps)
 		r.Steps = append(r.Steps, api.ReplayStep{Proposal: p, Decisions: []api.Decision{}})
 	}
-	drows, err := t.query(`SELECT `+decisionCols+`
-		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.run_id = ? ORDER BY d.id`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("store: replay decisions: %w", err)
-	}
-	defer drows.Close()
-	for drows.Next() {
-		d, err := scanDecision(drows)
+	err = eachRow(t, "replay decisions", func(sc scanner) error {
+		d, err := scanDecision(sc)
 		if err != nil {
-			return nil, fmt.Errorf("store: reading decision: %w", err)
+			return fmt.Errorf("store: reading decision: %w", err)
 		}
 		if i, ok := byID[d.ProposalID]; ok {
 			r.Steps[i].Decisions = append(r.Steps[i].Decisions, *d)
 		}
-	}
-	if err := drows.Err(); err != nil {
+		return nil
+	}, `SELECT `+decisionCols+`
+		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.run_id = ? ORDER BY d.id`, runID)
+	if err != nil {
 		return nil, err
 	}
 	eps, err := queryAll(t, nil, "replay episodes", scanEpisode, `SELECT `+episodeCols+` FROM episodes WHERE run_id = ? ORDER BY id`, runID)

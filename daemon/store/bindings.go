@@ -136,13 +136,8 @@ func (t *Tx) OpenChatMessages(agentID string) ([]*ChatMessage, error) {
 // again for the same step is a new row, unanswered). A message that is no question's
 // reports false.
 func (t *Tx) AnswerChatMessage(platform, channel, message string) (bool, error) {
-	res, err := t.exec(`UPDATE chat_messages SET answered_at = ? WHERE platform = ? AND channel = ? AND message = ? AND answered_at = 0`,
+	return t.affected("chat answer", `UPDATE chat_messages SET answered_at = ? WHERE platform = ? AND channel = ? AND message = ? AND answered_at = 0`,
 		max(ms(t.now), 1), platform, channel, message)
-	if err != nil {
-		return false, fmt.Errorf("store: chat answer: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
 }
 
 // FirstDelivery records key, a chat message or click the relay handles, in platform's
@@ -150,12 +145,9 @@ func (t *Tx) AnswerChatMessage(platform, channel, message string) (bool, error) 
 // false, whoever calls first. Each scope keeps its last keep keys; older ones are
 // forgotten, so memory is bounded however much a platform delivers.
 func (t *Tx) FirstDelivery(platform, scope, key string, keep int) (bool, error) {
-	res, err := t.exec(`INSERT OR IGNORE INTO chat_deliveries (platform, scope, key, at) VALUES (?,?,?,?)`,
+	ok, err := t.affected("chat delivery", `INSERT OR IGNORE INTO chat_deliveries (platform, scope, key, at) VALUES (?,?,?,?)`,
 		platform, scope, key, ms(t.now))
-	if err != nil {
-		return false, fmt.Errorf("store: chat delivery: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if err != nil || !ok {
 		return false, err
 	}
 	_, err = t.exec(`DELETE FROM chat_deliveries WHERE platform = ? AND scope = ? AND id <= (

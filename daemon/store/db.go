@@ -313,3 +313,18 @@ func rowError(what string, err error) error {
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// msOrZero and fromMSOrZero write and read a time column where 0 is no time.
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
+func fromMSOrZero(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return fromMS(v)
+}

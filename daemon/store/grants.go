@@ -46,18 +46,10 @@ func (t *Tx) InsertGrant(g *api.Grant) error {
 	if g.ExpiresAt != nil {
 		expires = ms(*g.ExpiresAt)
 	}
-	files := ""
-	if len(g.Files) > 0 {
-		b, err := json.Marshal(g.Files)
-		if err != nil {
-			return fmt.Errorf("store: insert grant: %w", err)
-		}
-		files = string(b)
-	}
 	return t.write("insert grant", `INSERT INTO grants (id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
 		expires_at, run_id, created_at, files) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		g.ID, g.AgentID, g.Kind, g.By, g.Source, g.Label, g.Command, g.Hash, g.Pattern, g.Count, g.Used,
-		expires, g.RunID, ms(t.now), files)
+		expires, g.RunID, ms(t.now), jsOr(len(g.Files) == 0, g.Files))
 }
 
 // Grants lists the agent's grants, newest first: active and ended ones alike.

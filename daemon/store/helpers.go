@@ -67,8 +67,5 @@ func (t *Tx) LastRunEnd(agentID string) (time.Time, error) {
 	if err := t.queryRow(`SELECT COALESCE(MAX(ended_at), 0) FROM runs WHERE agent_id=?`, agentID).Scan(&at); err != nil {
 		return time.Time{}, fmt.Errorf("store: last run end: %w", err)
 	}
-	if at == 0 {
-		return time.Time{}, nil
-	}
-	return fromMS(at), nil
+	return fromMSOrZero(at), nil
 }

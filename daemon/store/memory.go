@@ -56,13 +56,8 @@ func (t *Tx) InsertMemory(m *Memory) error {
 	if m.Created.IsZero() {
 		m.Created = t.now
 	}
-	tags := ""
-	if len(m.Tags) > 0 {
-		b, _ := json.Marshal(m.Tags)
-		tags = string(b)
-	}
 	return t.write("insert memory", `INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
-		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created), tags, m.Speaker, m.Context)
+		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created), jsOr(len(m.Tags) == 0, m.Tags), m.Speaker, m.Context)
 }
 
 // Memory reads one memory by id.

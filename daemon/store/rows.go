@@ -76,22 +76,22 @@ func js(v any) string {
 	return string(b)
 }
 
+// jsOr is a JSON column where "" is none: v as JSON, or "" when none.
+func jsOr(none bool, v any) string {
+	if none {
+		return ""
+	}
+	return js(v)
+}
+
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
 	return t.write("insert agent", `INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
+		a.StepsTotal, a.BusyMS, nullable(a.Budget.MaxSteps), nullable(a.Budget.MaxTokens), a.Budget.busyMS(), jsOr(len(a.Commands) == 0, a.Commands),
 		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now), a.Unchecked)
-}
-
-// commandsCol is the commands column: empty when the agent is not limited.
-func commandsCol(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return js(names)
 }
 
 // SetDiskBytes records the disk agent id's workspace takes, measured again.
@@ -116,7 +116,7 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 		state_since=CASE WHEN state=? THEN state_since ELSE ? END WHERE id=? RETURNING state_since`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.Unchecked,
+		a.StepsTotal, a.BusyMS, nullable(a.Budget.MaxSteps), nullable(a.Budget.MaxTokens), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.Unchecked,
 		a.State, ms(t.now), a.ID).Scan(&since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // as an UPDATE of no row: nothing to do
@@ -128,23 +128,8 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 	return nil
 }
 
-// steps, tokens and busyMS are the budget's columns: NULL when unset.
-func (b AgentBudget) steps() any {
-	if b.MaxSteps == nil {
-		return nil
-	}
-	return *b.MaxSteps
-}
-
-func (b AgentBudget) tokens() any {
-	if b.MaxTokens == nil {
-		return nil
-	}
-	return *b.MaxTokens
-}
-
-// nullable is a column that is NULL when unset.
-func nullable(v *int64) any {
+// nullable and busyMS are the budget's columns: NULL when unset.
+func nullable[T any](v *T) any {
 	if v == nil {
 		return nil
 	}
@@ -240,13 +225,13 @@ func (t *Tx) InsertProposal(p *api.Proposal) error {
 	p.CreatedAt = t.now
 	return t.write("insert proposal", `INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
-		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), previewJSON(p.Preview), ms(t.now))
+		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), jsOr(p.Preview == nil, p.Preview), ms(t.now))
 }
 
 // SetProposalPreview replaces a proposal's preview: the daemon adds to it what the person
 // should know when asked (a file a y! bound changed since).
 func (t *Tx) SetProposalPreview(id string, pv *api.Preview) error {
-	return t.write("set proposal preview", `UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id)
+	return t.write("set proposal preview", `UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, jsOr(pv == nil, pv), ms(t.now), id)
 }
 
 // NoteProposal adds note to p's preview, which every front end shows with p: what the
@@ -262,14 +247,6 @@ func (t *Tx) NoteProposal(p *api.Proposal, note string) error {
 	}
 	pv.Note, p.Preview = note, &pv
 	return t.SetProposalPreview(p.ID, p.Preview)
-}
-
-// previewJSON is the preview column's value: empty for none.
-func previewJSON(pv *api.Preview) string {
-	if pv == nil {
-		return ""
-	}
-	return js(pv)
 }
 
 // SetProposalStatus moves a proposal from one of the from statuses to status, optionally

@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,10 +34,7 @@ func scanRun(sc scanner) (*Run, error) {
 	if err != nil {
 		return nil, rowError("reading run", err)
 	}
-	r.Started, r.MaxWall = fromMS(started), time.Duration(wall)*time.Millisecond
-	if ended != 0 {
-		r.Ended = fromMS(ended)
-	}
+	r.Started, r.Ended, r.MaxWall = fromMS(started), fromMSOrZero(ended), time.Duration(wall)*time.Millisecond
 	return &r, nil
 }
 
@@ -85,11 +81,8 @@ func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	err := sc.Scan(&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Agent, &s.Template, &s.Description, &s.Goal,
 		&s.Autonomy.Mode, &s.Autonomy.Steps, &allow, &s.Budget.MaxSteps, &s.Budget.MaxTokens, &wall,
 		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &cursor, &when, &fired)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading schedule: %w", err)
+		return nil, rowError("reading schedule", err)
 	}
 	json.Unmarshal([]byte(allow), &s.Autonomy.Allow)
 	if when != "" {
@@ -102,10 +95,7 @@ func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	if s.MaxWall > 0 {
 		s.Budget.MaxTime = s.MaxWall.String()
 	}
-	s.CreatedAt = fromMS(created)
-	if cursor != 0 {
-		s.Cursor = fromMS(cursor)
-	}
+	s.CreatedAt, s.Cursor = fromMS(created), fromMSOrZero(cursor)
 	if fired.Valid {
 		s.LastFired = fromMS(fired.Int64)
 	}
@@ -131,23 +121,17 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 
 // conditionsJSON is the conditions column: ” for none.
 func conditionsJSON(c *api.WakeConditions) string {
-	if c == nil || len(c.Changed)+len(c.URLs)+len(c.Commands) == 0 {
-		return ""
-	}
-	return js(c)
+	return jsOr(c == nil || len(c.Changed)+len(c.URLs)+len(c.Commands) == 0, c)
 }
 
 // SetScheduleConditions replaces a schedule's wake conditions (nil: none); what the old
 // ones saw stays and is pruned when the next run starts.
 func (t *Tx) SetScheduleConditions(id string, c *api.WakeConditions) error {
-	res, err := t.exec(`UPDATE schedules SET conditions=?, updated_at=? WHERE id=?`, conditionsJSON(c), ms(t.now), id)
-	if err != nil {
-		return fmt.Errorf("store: set schedule conditions: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	ok, err := t.affected("set schedule conditions", `UPDATE schedules SET conditions=?, updated_at=? WHERE id=?`, conditionsJSON(c), ms(t.now), id)
+	if err == nil && !ok {
 		return ErrNotFound
 	}
-	return nil
+	return err
 }
 
 // Schedule reads one schedule by id.
@@ -188,13 +172,6 @@ func (t *Tx) SetLastFired(id string, at time.Time) error {
 	return t.write("set last fired", `UPDATE schedules SET last_fired=MAX(last_fired, ?) WHERE id=?`, ms(at), id)
 }
 
-func msOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return ms(t)
-}
-
 // RecordScheduleRun inserts a firing's record the first time its id is seen and updates it
 // after. The agent is taken from the run when the record names one. A record for a
 // schedule that was removed meanwhile is dropped.
@@ -227,7 +204,8 @@ func (t *Tx) ScheduleTotals(scheduleID string) (runs, steps int, tokens int64, e
 	return runs, steps, tokens, err
 }
 
-// ScheduleRuns lists a schedule's firing records, newest first; limit <= 0 is all.
+// ScheduleRuns lists a schedule's firing records, newest first (empty, not nil, when
+// none); limit <= 0 is all.
 func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, error) {
 	q := `SELECT id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome, reason, agent_id, run_id, steps, tokens
 		FROM schedule_runs WHERE schedule_id=? ORDER BY scheduled_at DESC, rowid DESC`
@@ -236,20 +214,14 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, erro
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	return queryAll(t, nil, "schedule runs", func(sc scanner) (api.ScheduleRun, error) {
+	return queryAll(t, []api.ScheduleRun{}, "schedule runs", func(sc scanner) (api.ScheduleRun, error) {
 		var r api.ScheduleRun
 		var sched, started, ended int64
 		if err := sc.Scan(&r.ID, &r.ScheduleID, &sched, &started, &ended, &r.Manual, &r.Outcome, &r.Reason,
 			&r.AgentID, &r.RunID, &r.Steps, &r.Tokens); err != nil {
 			return r, fmt.Errorf("store: reading schedule run: %w", err)
 		}
-		r.Scheduled = fromMS(sched)
-		if started != 0 {
-			r.Started = fromMS(started)
-		}
-		if ended != 0 {
-			r.Ended = fromMS(ended)
-		}
+		r.Scheduled, r.Started, r.Ended = fromMS(sched), fromMSOrZero(started), fromMSOrZero(ended)
 		return r, nil
 	}, q, args...)
 }

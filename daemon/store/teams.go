@@ -45,10 +45,7 @@ func scanTeamRun(sc scanner) (*TeamRun, error) {
 		return nil, fmt.Errorf("store: team run %s: agents: %w", r.ID, err)
 	}
 	r.Cursor = json.RawMessage(cursor)
-	r.CreatedAt, r.UpdatedAt = fromMS(created), fromMS(updated)
-	if ended != 0 {
-		r.EndedAt = fromMS(ended)
-	}
+	r.CreatedAt, r.UpdatedAt, r.EndedAt = fromMS(created), fromMS(updated), fromMSOrZero(ended)
 	return &r, nil
 }
 
@@ -101,20 +98,13 @@ func (t *Tx) UpdateTeamRun(r *TeamRun) error {
 	if r.Status != api.TeamRunning && r.EndedAt.IsZero() {
 		r.EndedAt = t.now
 	}
-	var ended int64
-	if !r.EndedAt.IsZero() {
-		ended = ms(r.EndedAt)
-	}
-	res, err := t.exec(`UPDATE team_runs SET status=?, reason=?, state=?, phase=?, vars=?, agents=?, cursor=?, turns=?,
+	ok, err := t.affected("update team run", `UPDATE team_runs SET status=?, reason=?, state=?, phase=?, vars=?, agents=?, cursor=?, turns=?,
 		wait_agent=?, wait_run=?, updated_at=?, ended_at=? WHERE id=?`,
-		r.Status, r.Reason, r.State, r.Phase, vars, agents, cursor, r.Turns, r.Waiting, r.WaitRun, ms(t.now), ended, r.ID)
-	if err != nil {
-		return fmt.Errorf("store: update team run: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+		r.Status, r.Reason, r.State, r.Phase, vars, agents, cursor, r.Turns, r.Waiting, r.WaitRun, ms(t.now), msOrZero(r.EndedAt), r.ID)
+	if err == nil && !ok {
 		return ErrNotFound
 	}
-	return nil
+	return err
 }
 
 // TeamRun reads one team run (without its transcript).

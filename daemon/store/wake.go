@@ -28,18 +28,10 @@ func (t *Tx) WakeState(scheduleID string) (*WakeState, error) {
 	var seenAt, failedAt int64
 	err := t.queryRow(`SELECT seen, seen_at, failures, last_error, failed_at FROM schedule_wake WHERE schedule_id=?`,
 		scheduleID).Scan(&w.Seen, &seenAt, &w.Failures, &w.LastError, &failedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: wake state: %w", err)
+		return nil, rowError("wake state", err)
 	}
-	if seenAt != 0 {
-		w.SeenAt = fromMS(seenAt)
-	}
-	if failedAt != 0 {
-		w.FailedAt = fromMS(failedAt)
-	}
+	w.SeenAt, w.FailedAt = fromMSOrZero(seenAt), fromMSOrZero(failedAt)
 	return &w, nil
 }
 

@@ -2,6 +2,7 @@ package team
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -99,12 +100,7 @@ func flake(text string) bool {
 			break
 		}
 	}
-	for _, p := range intents {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(intents, func(p string) bool { return strings.HasPrefix(t, p) })
 }
 
 var pleasantries = []string{"thank", "thanks", "goodbye", "bye", "welcome", "pleasure", "cheers", "take care",
@@ -116,12 +112,7 @@ func pleasantry(text string) bool {
 	if len(words(t)) > pleasantMax {
 		return false
 	}
-	for _, p := range pleasantries {
-		if strings.Contains(t, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pleasantries, func(p string) bool { return strings.Contains(t, p) })
 }
 
 // similarity is the Jaccard similarity of the two texts' sets of words and word pairs.

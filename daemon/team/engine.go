@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,20 +52,14 @@ type Options struct {
 	Settings func() run.ModelSettings
 }
 
-// params are the model and keep-alive of a model call made now.
-func (e *Engine) params() (model string, keepAlive *time.Duration) {
-	set := e.opt.Settings()
-	return set.Model, set.KeepAlive
-}
-
 // request is a chat request to the model in use now, sized to the model's one num_ctx
 // (asking for another would make the server reload the model): the reply gets at most
 // half of it and the longest messages are cut so the prompt fits the rest. Without an
 // answer from the model server it goes as it is, and the call reports the server's error.
 func (e *Engine) request(ctx context.Context, msgs []llm.Message, numPredict int) llm.ChatRequest {
-	model, keepAlive := e.params()
-	req := llm.ChatRequest{Model: model, Messages: msgs, NumPredict: numPredict, KeepAlive: keepAlive}
-	ld, err := e.opt.LLM.LoadFor(ctx, model)
+	set := e.opt.Settings()
+	req := llm.ChatRequest{Model: set.Model, Messages: msgs, NumPredict: numPredict, KeepAlive: set.KeepAlive}
+	ld, err := e.opt.LLM.LoadFor(ctx, set.Model)
 	if err != nil || ld.NumCtx <= 0 {
 		return req
 	}
@@ -139,14 +134,10 @@ func New(opt Options) (*Engine, error) {
 	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || opt.Settings == nil {
 		return nil, errors.New("team: Store, LLM, Agents and Settings are required")
 	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
+	opt.Log = cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
+	opt.ModelAttempts = cmp.Or(max(opt.ModelAttempts, 0), 6)
 	if opt.Backoff == nil {
 		opt.Backoff = llm.NextBackoff
-	}
-	if opt.ModelAttempts <= 0 {
-		opt.ModelAttempts = 6
 	}
 	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: run.NewBroker()}, nil
 }
@@ -157,8 +148,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	e.ctx = ctx
 	e.mu.Unlock()
-	var runs []*store.TeamRun
-	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.TeamRuns(true); return }); err != nil {
+	runs, err := store.Read(ctx, e.st, func(tx *store.Tx) ([]*store.TeamRun, error) { return tx.TeamRuns(true) })
+	if err != nil {
 		return fmt.Errorf("team: loading runs: %w", err)
 	}
 	for _, r := range runs {
@@ -174,8 +165,8 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) cleanup(ctx context.Context, id string, extra ...string) {
 	e.cleanMu.Lock()
 	defer e.cleanMu.Unlock()
-	var r *store.TeamRun
-	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return }); err != nil {
+	r, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.TeamRun, error) { return tx.TeamRun(id) })
+	if err != nil {
 		return
 	}
 	if r.Status == api.TeamRunning || r.KeepAgents {
@@ -192,8 +183,8 @@ func (e *Engine) cleanup(ctx context.Context, id string, extra ...string) {
 // sweep cleans up after runs that ended while the daemon died before their agents were
 // removed.
 func (e *Engine) sweep(ctx context.Context) {
-	var runs []*store.TeamRun
-	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.TeamRuns(false); return }); err != nil {
+	runs, err := store.Read(ctx, e.st, func(tx *store.Tx) ([]*store.TeamRun, error) { return tx.TeamRuns(false) })
+	if err != nil {
 		return
 	}
 	for _, r := range runs {
@@ -277,25 +268,31 @@ func badRequest(format string, args ...any) error {
 	return api.Errorf(api.ErrBadRequest, format, args...)
 }
 
+// checkTask trims a team's task and refuses one that is empty or too long.
+func checkTask(task string) (string, error) {
+	task = strings.TrimSpace(task)
+	if task == "" {
+		return "", badRequest("empty task: say what the team should do")
+	}
+	if len(task) > api.MaxTextBytes {
+		return "", badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), api.MaxTextBytes)
+	}
+	return task, nil
+}
+
 // StartTeam checks the workflow and starts a run of it.
 func (e *Engine) StartTeam(ctx context.Context, req api.TeamRunRequest) (*api.TeamRun, error) {
-	req.Task = strings.TrimSpace(req.Task)
-	if req.Task == "" {
-		return nil, badRequest("empty task: say what the team should do")
-	}
-	if len(req.Task) > api.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
+	var err error
+	if req.Task, err = checkTask(req.Task); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Workflow) == "" {
 		return nil, badRequest("empty workflow: send the workflow file's content")
 	}
-	if len(req.Workflow) > 256<<10 {
+	if len(req.Workflow) > maxWorkflowFile {
 		return nil, badRequest("workflow is %d bytes: at most 256 KiB", len(req.Workflow))
 	}
-	file := req.File
-	if file == "" {
-		file = "workflow"
-	}
+	file := cmp.Or(req.File, "workflow")
 	wf, err := Parse(file, []byte(req.Workflow))
 	if err != nil {
 		return nil, badRequest("%v", err)
@@ -311,9 +308,7 @@ func (e *Engine) StartTeam(ctx context.Context, req api.TeamRunRequest) (*api.Te
 		Source: req.Workflow, CreatedBy: req.By,
 	}
 	r.KeepAgents = req.KeepAgents
-	for k, v := range wf.Vars {
-		r.Vars[k] = v
-	}
+	maps.Copy(r.Vars, wf.Vars)
 	r.Vars["task"] = req.Task
 	c := cursor{State: wf.Root}
 	r.Cursor, _ = json.Marshal(c)

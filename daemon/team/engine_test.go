@@ -448,3 +448,26 @@ func TestDetect(t *testing.T) {
 		})
 	}
 }
+
+// Info takes the conclusion from the first <INFO> line: the rest of that line and the
+// lines after it, trimmed, whichever of the two there is.
+func TestInfoTakesTheLineAndWhatFollows(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+		ok               bool
+	}{
+		{"rest_of_line", "Solution: done.\n<INFO> Go", "Go", true},
+		{"lines_after", "  <INFO>\n  first\nsecond  \n", "first\nsecond", true},
+		{"both", "<INFO> summary\nmore detail", "summary\nmore detail", true},
+		{"empty", "<INFO>   \n  ", "", true},
+		{"first_of_two", "<INFO> a\n<INFO> b", "a\n<INFO> b", true},
+		{"none", "Instruction: no info here", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, ok := Info(tc.text); got != tc.want || ok != tc.ok {
+				t.Errorf("Info(%q) = %q, %v; want %q, %v", tc.text, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -163,12 +163,9 @@ func (e *Engine) PlanTeam(ctx context.Context, req api.TeamPlanRequest) (*api.Te
 // Plan asks the model for roles and a plan for task, has them observed and revised once,
 // and returns the workflow. Problems left after the revision are an error.
 func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
-	task = strings.TrimSpace(task)
-	if task == "" {
-		return nil, badRequest("empty task: say what the team should do")
-	}
-	if len(task) > api.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), api.MaxTextBytes)
+	task, err := checkTask(task)
+	if err != nil {
+		return nil, err
 	}
 	infos, err := e.opt.Agents.Commands(ctx, "")
 	if err != nil {
@@ -244,7 +241,6 @@ func planWorkflow(task string, p Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Planned by agentd for the task: %s\n# Read it, edit it, then: agentctl team run FILE TASK\n\n", oneLineText(task, 200))
 	fmt.Fprintf(&b, "name = %s\ndescription = %s\nroot = \"work\"\nmax_turns = %d\n", tomlString("planned"), tomlString(oneLineText(task, 200)), len(p.Steps)*8)
-	offered := map[string]bool{}
 	for _, r := range p.Roles {
 		fmt.Fprintf(&b, "\n[roles.%s]\ndescription = %s\n", r.Name, tomlString(literal(r.Description)))
 		if strings.TrimSpace(r.Prompt) != "" {
@@ -252,9 +248,6 @@ func planWorkflow(task string, p Plan) string {
 		}
 		if len(r.Commands) > 0 {
 			fmt.Fprintf(&b, "commands = %s\n", tomlList(r.Commands))
-		}
-		for _, c := range r.Commands {
-			offered[c] = true
 		}
 	}
 	var phases, earlier []string

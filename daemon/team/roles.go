@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,11 +144,7 @@ func (e *Engine) choose(ctx context.Context, r *store.TeamRun, wf *Workflow, st 
 	if err != nil {
 		return "", "", modelErr(err)
 	}
-	why := strings.TrimSpace(ch.Reason)
-	if why == "" {
-		why = "chosen by the model"
-	}
-	return ch.Next, "the model chose it: " + why, nil
+	return ch.Next, "the model chose it: " + cmp.Or(strings.TrimSpace(ch.Reason), "chosen by the model"), nil
 }
 
 // reflection is the model's conclusion of a phase that ended without <INFO>.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -105,9 +107,8 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 // read reads team run id with its workflow and cursor; false ends the loop: the run
 // is gone or over, or what it stored no longer reads (the run fails).
 func (e *Engine) read(ctx context.Context, id string) (*store.TeamRun, *Workflow, cursor, bool) {
-	var r *store.TeamRun
 	var c cursor
-	err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return })
+	r, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.TeamRun, error) { return tx.TeamRun(id) })
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("team: reading run", "team", id, "err", err)
@@ -138,8 +139,7 @@ func (e *Engine) retryModel(ctx context.Context, r *store.TeamRun, failures int,
 		return false
 	}
 	e.log.Warn("team: model call failed", "team", r.ID, "attempt", failures, "err", me.err)
-	model, _ := e.params()
-	back, stop := e.opt.LLM.Servable(model)
+	back, stop := e.opt.LLM.Servable(e.opt.Settings().Model)
 	defer stop()
 	return backoff.SleepOr(ctx, e.opt.Backoff(failures), nil, back)
 }
@@ -162,9 +162,7 @@ func (e *Engine) record(ctx context.Context, id string, l *live, s *step, starte
 		}
 	}
 	if errors.Is(err, errEnded) {
-		for _, a := range s.agents {
-			l.orphans = append(l.orphans, a)
-		}
+		l.orphans = slices.AppendSeq(l.orphans, maps.Values(s.agents))
 		return false
 	}
 	if ctx.Err() != nil {
@@ -218,12 +216,8 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 			}
 			turns = append(turns, row.TeamTurn)
 		}
-		for k, v := range s.vars {
-			r.Vars[k] = v
-		}
-		for k, v := range s.agents {
-			r.Agents[k] = v
-		}
+		maps.Copy(r.Vars, s.vars)
+		maps.Copy(r.Agents, s.agents)
 		if s.countTurn {
 			r.Turns++
 		}
@@ -292,12 +286,8 @@ func (e *Engine) startPhase(wf *Workflow, st *State, ph *Phase, c cursor) *step 
 // if any), stores its conclusion, and moves the cursor to what comes next.
 func (e *Engine) endPhase(r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor, s *step, mode, reason, conclusion string) *step {
 	vars := map[string]string{}
-	for k, v := range r.Vars {
-		vars[k] = v
-	}
-	for k, v := range s.vars {
-		vars[k] = v
-	}
+	maps.Copy(vars, r.Vars)
+	maps.Copy(vars, s.vars)
 	if conclusion != "" && cur.Store != "" {
 		if s.vars == nil {
 			s.vars = map[string]string{}
@@ -389,12 +379,12 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 	if info, ok := Info(msg.Text); ok {
 		return e.endPhase(r, wf, st, ph, cur, c, s, "info", speaker+" concluded with <INFO>", info), false, nil
 	}
-	tr := make([]Msg, 0, len(hist)+1)
-	for _, h := range append(hist, msg) {
+	all := append(hist, msg)
+	tr := make([]Msg, 0, len(all))
+	for _, h := range all {
 		tr = append(tr, Msg{Role: h.Role, Assistant: h.Role == cur.Assistant, Text: h.Text})
 	}
 	if f := Detect(tr); f != nil {
-		all := append(hist, msg)
 		return e.endReflected(ctx, r, wf, st, ph, cur, c, s, f.Mode, f.Reason, all), false, nil
 	}
 	s.c = c
@@ -406,16 +396,9 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 func Info(text string) (string, bool) {
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "<INFO>") {
-			rest := strings.TrimSpace(strings.TrimPrefix(t, "<INFO>"))
-			if more := strings.TrimSpace(strings.Join(lines[i+1:], "\n")); more != "" {
-				if rest != "" {
-					rest += "\n"
-				}
-				rest += more
-			}
-			return rest, true
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "<INFO>"); ok {
+			parts := []string{strings.TrimSpace(rest), strings.TrimSpace(strings.Join(lines[i+1:], "\n"))}
+			return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n"), true
 		}
 	}
 	return "", false
@@ -477,8 +460,7 @@ func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflo
 func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []api.TeamTurn, c cursor, s *step) (text string, ok, wait bool, err error) {
 	if r.WaitRun != "" {
 		e.waitFor(l, r.Waiting)
-		var run *store.Run
-		err := e.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(r.WaitRun); return })
+		run, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.Run, error) { return tx.Run(r.WaitRun) })
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Sprintf("the run of %s's agent is gone (the agent was removed)", role.Name), false, false, nil
 		} else if err != nil {

@@ -293,7 +293,7 @@ func ended(r Record, res Result, now time.Time) Record {
 		res.Reason = fmt.Sprintf("run ended with unknown outcome %q: %s", res.Outcome, res.Reason)
 		res.Outcome = api.RunFailed
 	}
-	r.Outcome, r.Reason, r.Steps, r.Tokens, r.Ended = res.Outcome, res.Reason, res.Steps, res.Tokens, now
+	r.Result, r.Ended = res, now
 	return r
 }
 

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -58,10 +59,7 @@ func ParseMissedPolicy(s string) (MissedPolicy, error) {
 	if m, a, ok := strings.Cut(s, "("); ok && strings.HasSuffix(a, ")") {
 		mode, arg, hasArg = m, strings.TrimSuffix(a, ")"), true
 	}
-	p := MissedPolicy{Mode: MissedMode(mode)}
-	if p.Mode == "" {
-		p.Mode = MissedSkip
-	}
+	p := MissedPolicy{Mode: cmp.Or(MissedMode(mode), MissedSkip)}
 	if err := (MissedPolicy{Mode: p.Mode, Window: 1}).validate(); err != nil {
 		return MissedPolicy{}, err
 	}

@@ -51,9 +51,7 @@ func (sc *Schedule) normalize() error {
 	if err := sc.Missed.validate(); err != nil {
 		return fmt.Errorf("schedule %q: %w", sc.ID, err)
 	}
-	if sc.Missed.Mode == "" {
-		sc.Missed.Mode = MissedSkip
-	}
+	sc.Missed.Mode = cmp.Or(sc.Missed.Mode, MissedSkip)
 	return nil
 }
 
@@ -69,13 +67,12 @@ type Firing struct {
 // is recorded as started and again when it ends, a queued one also when it is queued.
 type Record struct {
 	Firing
-	RunID   string         // the run the Starter started; empty if none
-	Started time.Time      // when Start was called; zero if it never was
-	Ended   time.Time      // when the run ended (or failed to start); zero until then
-	Outcome api.RunOutcome // queued, started, then an end state
-	Reason  string         // why it was skipped, missed or failed, or what the run said
-	Steps   int            // from RunEnded
-	Tokens  int            // from RunEnded
+	RunID   string    // the run the Starter started; empty if none
+	Started time.Time // when Start was called; zero if it never was
+	Ended   time.Time // when the run ended (or failed to start); zero until then
+	// Outcome goes queued, started, then to an end state; Reason says why a firing was
+	// skipped, missed or failed, or what the run said; Steps and Tokens come from RunEnded.
+	Result
 }
 
 // Result is how a run ended, as reported to RunEnded.
@@ -175,19 +172,13 @@ func New(cfg Config) *Scheduler {
 	s := &Scheduler{
 		starter:  cfg.Starter,
 		recorder: cfg.Recorder,
-		clock:    cfg.Clock,
-		log:      cfg.Log,
+		clock:    cmp.Or[Clock](cfg.Clock, SystemClock{}),
+		log:      cmp.Or(cfg.Log, slog.New(slog.DiscardHandler)),
 		grace:    cmp.Or(cfg.Grace, time.Minute),
 		entries:  map[string]*entry{},
 		runs:     map[string]*inflight{},
 		early:    map[string]Result{},
 		wake:     make(chan struct{}, 1),
-	}
-	if s.clock == nil {
-		s.clock = SystemClock{}
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.idle = sync.NewCond(&s.mu)
 	return s

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -58,10 +59,7 @@ func ParseIn(spec string, loc *time.Location) (s Spec, err error) {
 		return Spec{}, specErr(spec, "is too long (%d bytes, at most %d)", len(text), MaxSpecLen)
 	}
 	fields := strings.Fields(text)
-	if loc == nil {
-		loc = time.Local
-	}
-	if loc, fields, err = zonePrefix(fields, loc); err != nil {
+	if loc, fields, err = zonePrefix(fields, cmp.Or(loc, time.Local)); err != nil {
 		return Spec{}, specErr(spec, "%v", err)
 	}
 	s = Spec{text: text, loc: loc}

@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,9 +44,7 @@ func locate(p string, t Target) (watch, error) {
 			return watch{}, fmt.Errorf("%s is outside the agent's workspace and under none of its read-only paths (%s): add its folder to the agent's read-only paths, or watch a path in the workspace",
 				display.Escape(p, display.Line), display.Escape(strings.Join(t.ReadOnly, ", "), display.Line))
 		}
-		if rel == "" {
-			rel = "."
-		}
+		rel = cmp.Or(rel, ".")
 	} else if base == "" {
 		return watch{}, fmt.Errorf("%s is relative to the agent's workspace, and this schedule makes a fresh agent (and workspace) per run: watch an absolute path under a read-only path, or target an agent",
 			display.Escape(p, display.Line))

@@ -76,31 +76,15 @@ func (c Conditions) Check() (Conditions, error) {
 		return c, errors.New("--when-network lets the --when commands reach the network, and none is given: add --when 'COMMAND', or drop it")
 	}
 	out := Conditions{All: c.All, Network: c.Network, OnFailure: c.OnFailure, FailAfter: c.FailAfter}
-	for _, p := range c.Changed {
-		clean, err := cleanWatchPath(p)
-		if err != nil {
-			return c, err
-		}
-		if !slices.Contains(out.Changed, clean) {
-			out.Changed = append(out.Changed, clean)
-		}
+	var err error
+	if out.Changed, err = cleanAll(c.Changed, cleanWatchPath); err != nil {
+		return c, err
 	}
-	for _, u := range c.URLs {
-		clean, err := checkURL(u)
-		if err != nil {
-			return c, err
-		}
-		if !slices.Contains(out.URLs, clean) {
-			out.URLs = append(out.URLs, clean)
-		}
+	if out.URLs, err = cleanAll(c.URLs, checkURL); err != nil {
+		return c, err
 	}
-	for _, line := range c.Commands {
-		if err := checkCommand(line); err != nil {
-			return c, err
-		}
-		if !slices.Contains(out.Commands, line) {
-			out.Commands = append(out.Commands, line)
-		}
+	if out.Commands, err = cleanAll(c.Commands, func(line string) (string, error) { return line, checkCommand(line) }); err != nil {
+		return c, err
 	}
 	switch out.OnFailure {
 	case "":
@@ -114,6 +98,21 @@ func (c Conditions) Check() (Conditions, error) {
 		out.FailAfter = DefaultFailAfter
 	case out.FailAfter < 0 || out.FailAfter > maxFailAfter:
 		return c, fmt.Errorf("--when-failed-after %d: give how many failed checks in a row are surfaced, 1 to %d", c.FailAfter, maxFailAfter)
+	}
+	return out, nil
+}
+
+// cleanAll checks and cleans each of list, in order, keeping the first of equal results.
+func cleanAll(list []string, clean func(string) (string, error)) ([]string, error) {
+	var out []string
+	for _, s := range list {
+		c, err := clean(s)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

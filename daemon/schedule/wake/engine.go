@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,30 +112,14 @@ func New(opt Options) (*Engine, error) {
 	if err := os.MkdirAll(opt.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("wake: %w", err)
 	}
-	e := &Engine{st: opt.Store, dir: opt.Dir, fetcher: opt.Fetcher, timeout: opt.Timeout, maxObs: opt.MaxObservation,
-		cpOpt: opt.Checkpoint, log: opt.Log, stores: map[string]*checkpoint.Store{}}
-	if e.fetcher == nil {
-		e.fetcher = &web.Fetcher{}
-	}
-	if e.timeout <= 0 {
-		e.timeout = DefaultTimeout
-	}
-	if e.maxObs <= 0 {
-		e.maxObs = DefaultMaxObservation
-	}
-	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
-	}
-	d := DefaultCheckpoint
-	for _, f := range []struct{ v, def *int64 }{{&e.cpOpt.MaxFileBytes, &d.MaxFileBytes},
-		{&e.cpOpt.MaxStepBytes, &d.MaxStepBytes}, {&e.cpOpt.MaxStoreBytes, &d.MaxStoreBytes}} {
-		if *f.v == 0 {
-			*f.v = *f.def
-		}
-	}
-	if e.cpOpt.KeepCount == 0 {
-		e.cpOpt.KeepCount = d.KeepCount
-	}
+	cp, d := opt.Checkpoint, DefaultCheckpoint
+	cp.MaxFileBytes = cmp.Or(cp.MaxFileBytes, d.MaxFileBytes)
+	cp.MaxStepBytes = cmp.Or(cp.MaxStepBytes, d.MaxStepBytes)
+	cp.MaxStoreBytes = cmp.Or(cp.MaxStoreBytes, d.MaxStoreBytes)
+	cp.KeepCount = cmp.Or(cp.KeepCount, d.KeepCount)
+	e := &Engine{st: opt.Store, dir: opt.Dir, fetcher: cmp.Or(opt.Fetcher, &web.Fetcher{}),
+		timeout: cmp.Or(max(opt.Timeout, 0), DefaultTimeout), maxObs: cmp.Or(max(opt.MaxObservation, 0), DefaultMaxObservation),
+		cpOpt: cp, log: cmp.Or(opt.Log, slog.New(slog.DiscardHandler)), stores: map[string]*checkpoint.Store{}}
 	return e, nil
 }
 
@@ -234,25 +220,18 @@ func (e *Engine) Check(ctx context.Context, scheduleID string, c Conditions, t T
 		return e.decide(ctx, v, &store.WakeState{})
 	}
 	v.conds = c
-	ws := &store.WakeState{Seen: "{}"}
-	err = e.st.View(ctx, func(tx *store.Tx) error {
-		w, err := tx.WakeState(scheduleID)
-		if err == nil {
-			ws = w
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		return nil
-	})
-	prev := seen{}
-	if err == nil {
-		if jerr := json.Unmarshal([]byte(ws.Seen), &prev); jerr != nil {
-			e.log.Warn("wake: stored state unreadable: every condition looks anew", "schedule", scheduleID, "err", jerr)
-			prev = seen{}
-		}
-	} else {
+	ws, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.WakeState, error) { return tx.WakeState(scheduleID) })
+	if err != nil {
+		ws = &store.WakeState{Seen: "{}"}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		v.results = []result{{cond: "the conditions", err: fmt.Errorf("reading what the last run saw: %w", err)}}
 		return e.decide(ctx, v, ws)
+	}
+	prev := seen{}
+	if err := json.Unmarshal([]byte(ws.Seen), &prev); err != nil {
+		e.log.Warn("wake: stored state unreadable: every condition looks anew", "schedule", scheduleID, "err", err)
+		prev = seen{}
 	}
 	since := "since the last run"
 	if !ws.SeenAt.IsZero() {
@@ -292,14 +271,9 @@ func (e *Engine) Started(ctx context.Context, v *Verdict) error {
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		for k, raw := range v.pending {
-			cur[k] = raw
-		}
-		for k := range cur {
-			if !keep[k] {
-				delete(cur, k) // a condition the schedule no longer has
-			}
-		}
+		maps.Copy(cur, v.pending)
+		// Drop what a condition the schedule no longer has saw.
+		maps.DeleteFunc(cur, func(k string, _ json.RawMessage) bool { return !keep[k] })
 		b, err := json.Marshal(cur)
 		if err != nil {
 			return err

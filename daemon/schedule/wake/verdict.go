@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/store"
@@ -79,9 +80,7 @@ func (e *Engine) decide(ctx context.Context, v *Verdict, w *store.WakeState) *Ve
 		default:
 			quiet = append(quiet, r)
 		}
-		for k, raw := range r.pending {
-			v.pending[k] = raw
-		}
+		maps.Copy(v.pending, r.pending)
 	}
 	switch {
 	case !v.conds.All && len(woke) > 0:
