@@ -75,7 +75,7 @@ func (ContextItems) Commands(ctx context.Context, s *Step) ([]Command, error) {
 		return cmds, err
 	}
 	if len(items) > 0 {
-		cmds = append(cmds, closeItem{})
+		cmds = append(cmds, closeItemCommand)
 	}
 	return cmds, nil
 }
@@ -206,16 +206,10 @@ func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	return fmt.Sprintf("opened %s %s: its current content is shown in your context until you close it", o.kind, it.Path), nil
 }
 
+var closeItemCommand = &funcCommand[contextPathArgs]{closeItemSpec, closeItem}
+
 // closeItem is close_context_item.
-type closeItem struct{}
-
-func (closeItem) Spec() Spec { return closeItemSpec }
-
-func (closeItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a contextPathArgs
-	if err := DecodeArgs(closeItemSpec.Name, raw, &a); err != nil {
-		return "", err
-	}
+func closeItem(ctx context.Context, env Env, a contextPathArgs) (string, error) {
 	if env.State == nil {
 		return "", errNoState
 	}

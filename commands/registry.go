@@ -111,6 +111,24 @@ func Register(c Command) {
 	registry[s.Name] = c
 }
 
+// funcCommand is a command that decodes its args into an A and hands them to run, for
+// commands that keep no state of their own. It is used by pointer: a func field would make
+// two of them panic when compared as Commands.
+type funcCommand[A any] struct {
+	spec Spec
+	run  func(ctx context.Context, env Env, a A) (string, error)
+}
+
+func (c funcCommand[A]) Spec() Spec { return c.spec }
+
+func (c funcCommand[A]) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
+	var a A
+	if err := DecodeArgs(c.spec.Name, raw, &a); err != nil {
+		return "", err
+	}
+	return c.run(ctx, env, a)
+}
+
 // Lookup returns the named command.
 func Lookup(name string) (Command, bool) {
 	regMu.RLock()
