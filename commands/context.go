@@ -101,14 +101,13 @@ func (ContextItems) Messages(ctx context.Context, s *Step) ([]string, error) {
 		if it.Target != "" {
 			shown = it.Target // what was approved, even should Path be relinked as it is read
 		}
-		arg, _ := json.Marshal(map[string]string{"path": shown})
 		if now, rerr := resolve(s.Workspace, it.Path); it.Target != "" && rerr == nil && now != it.Target {
 			out = fmt.Sprintf("(not shown: it now leads to %s through a symlink, not to %s as when it was opened; close it and open it again)",
 				display.Escape(now, display.Line), display.Escape(it.Target, display.Line))
 		} else if it.Kind == "folder" {
-			out, err = listFolder{}.Execute(ctx, env, arg)
+			out, err = listFolder(ctx, env, listFolderArgs{Path: shown})
 		} else {
-			out, err = readFile{}.Execute(ctx, env, arg)
+			out, err = readFile(ctx, env, readFileArgs{Path: shown})
 		}
 		if err != nil {
 			out = "(cannot show it: " + err.Error() + ")"

@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,11 +26,6 @@ const (
 	maxSnippetBytes     = 160      // of one matching line
 )
 
-// searchFiles finds workspace paths by glob and, given text, the lines of those files that
-// contain it. It walks through an os.Root and never follows a symlink, so it cannot leave
-// the workspace however the tree is built.
-type searchFiles struct{}
-
 type searchFilesArgs struct {
 	Pattern string `json:"pattern" desc:"glob like notes/**/*.md" max:"256"`
 	Text    string `json:"text,omitempty" desc:"optional text to grep for" max:"200"`
@@ -46,15 +40,12 @@ var searchFilesSpec = Spec{
 	Idempotent:  true,
 }
 
-func init() { Register(searchFiles{}) }
+func init() { Register(&funcCommand[searchFilesArgs]{searchFilesSpec, searchFiles}) }
 
-func (searchFiles) Spec() Spec { return searchFilesSpec }
-
-func (searchFiles) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a searchFilesArgs
-	if err := DecodeArgs("search_files", raw, &a); err != nil {
-		return "", err
-	}
+// searchFiles finds workspace paths by glob and, given text, the lines of those files that
+// contain it. It walks through an os.Root and never follows a symlink, so it cannot leave
+// the workspace however the tree is built.
+func searchFiles(ctx context.Context, env Env, a searchFilesArgs) (string, error) {
 	if strings.ContainsAny(a.Text, "\r\n") {
 		return "", errors.New("search_files: text must be on one line; lines are searched one at a time")
 	}
