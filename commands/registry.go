@@ -12,7 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,12 +142,7 @@ func Lookup(name string) (Command, bool) {
 func All() []Command {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	out := make([]Command, 0, len(registry))
-	for _, c := range registry {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
-	return out
+	return slices.SortedFunc(maps.Values(registry), func(a, b Command) int { return strings.Compare(a.Spec().Name, b.Spec().Name) })
 }
 
 // Set is the ordered list of commands one agent may use now.
@@ -167,12 +163,11 @@ func Resolve(names []string) (Set, error) {
 
 // Get returns the command in the set with that name.
 func (s Set) Get(name string) (Command, bool) {
-	for _, c := range s {
-		if c.Spec().Name == name {
-			return c, true
-		}
+	i := slices.IndexFunc(s, func(c Command) bool { return c.Spec().Name == name })
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	return s[i], true
 }
 
 // Names lists the set's command names in order.

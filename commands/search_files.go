@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -154,14 +155,7 @@ func (g glob) closure(set []bool, i int) []bool {
 func (g glob) matches(st []bool) bool { return st[len(g.rest)] }
 
 // alive reports whether something below a folder in these states could still match.
-func (g glob) alive(st []bool) bool {
-	for _, on := range st[:len(g.rest)] {
-		if on {
-			return true
-		}
-	}
-	return false
-}
+func (g glob) alive(st []bool) bool { return slices.Contains(st[:len(g.rest)], true) }
 
 // matchSegment matches one name like a shell does: wildcards skip hidden names unless the
 // pattern starts with a dot too, which keeps .git and .outputs out of "**".
