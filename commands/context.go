@@ -37,26 +37,23 @@ type contextItem struct {
 	Target string `json:"target,omitempty"`
 }
 
-type contextPathArgs struct {
+// filePathArgs are the args of a command that takes one file path of the workspace.
+type filePathArgs struct {
 	Path string `json:"path" desc:"file path" max:"256"`
-}
-
-type contextFolderArgs struct {
-	Path string `json:"path" desc:"folder; . for the top" max:"256"`
 }
 
 var (
 	openFileSpec = Spec{
 		Name: "open_file", Description: "Keep a file's current content in your context until closed",
-		Params: FromStruct(contextPathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
+		Params: FromStruct(filePathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
 	}
 	openFolderSpec = Spec{
 		Name: "open_folder", Description: "Keep a folder's current listing in your context until closed",
-		Params: FromStruct(contextFolderArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
+		Params: FromStruct(listFolderArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
 	}
 	closeItemSpec = Spec{
 		Name: "close_context_item", Description: "Close an open file or folder",
-		Params: FromStruct(contextPathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
+		Params: FromStruct(filePathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
 	}
 )
 
@@ -160,7 +157,7 @@ type openItem struct {
 func (o openItem) Spec() Spec { return o.spec }
 
 func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a contextPathArgs
+	var a filePathArgs
 	if err := DecodeArgs(o.spec.Name, raw, &a); err != nil {
 		return "", err
 	}
@@ -205,10 +202,10 @@ func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	return fmt.Sprintf("opened %s %s: its current content is shown in your context until you close it", o.kind, it.Path), nil
 }
 
-var closeItemCommand = &funcCommand[contextPathArgs]{closeItemSpec, closeItem}
+var closeItemCommand = &funcCommand[filePathArgs]{closeItemSpec, closeItem}
 
 // closeItem is close_context_item.
-func closeItem(ctx context.Context, env Env, a contextPathArgs) (string, error) {
+func closeItem(ctx context.Context, env Env, a filePathArgs) (string, error) {
 	if env.State == nil {
 		return "", errNoState
 	}
