@@ -79,15 +79,7 @@ var (
 	}
 )
 
-type startAgent struct{}
-
-func (startAgent) Spec() Spec { return startAgentSpec }
-
-func (startAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a startAgentArgs
-	if err := DecodeArgs(StartAgent, raw, &a); err != nil {
-		return "", err
-	}
+func startAgent(ctx context.Context, env Env, a startAgentArgs) (string, error) {
 	if env.Helpers == nil {
 		return "", ErrNoHelpers
 	}
@@ -104,15 +96,7 @@ func (startAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	return "", ErrAwaiting
 }
 
-type messageAgent struct{}
-
-func (messageAgent) Spec() Spec { return messageAgentSpec }
-
-func (messageAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a messageAgentArgs
-	if err := DecodeArgs(MessageAgent, raw, &a); err != nil {
-		return "", err
-	}
+func messageAgent(ctx context.Context, env Env, a messageAgentArgs) (string, error) {
 	if env.Helpers == nil {
 		return "", ErrNoHelpers
 	}
@@ -143,15 +127,7 @@ func (listAgents) Execute(ctx context.Context, env Env, _ json.RawMessage) (stri
 	return fmt.Sprintf("%d helper agents:\n%s", len(lines), strings.Join(lines, "\n")), nil
 }
 
-type deleteAgent struct{}
-
-func (deleteAgent) Spec() Spec { return deleteAgentSpec }
-
-func (deleteAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a deleteAgentArgs
-	if err := DecodeArgs(DeleteAgent, raw, &a); err != nil {
-		return "", err
-	}
+func deleteAgent(ctx context.Context, env Env, a deleteAgentArgs) (string, error) {
 	if env.Helpers == nil {
 		return "", ErrNoHelpers
 	}
@@ -163,8 +139,8 @@ func (deleteAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (s
 }
 
 func init() {
-	Register(startAgent{})
-	Register(messageAgent{})
+	Register(&funcCommand[startAgentArgs]{startAgentSpec, startAgent})
+	Register(&funcCommand[messageAgentArgs]{messageAgentSpec, messageAgent})
 	Register(listAgents{})
-	Register(deleteAgent{})
+	Register(&funcCommand[deleteAgentArgs]{deleteAgentSpec, deleteAgent})
 }

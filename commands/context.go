@@ -37,26 +37,23 @@ type contextItem struct {
 	Target string `json:"target,omitempty"`
 }
 
-type contextPathArgs struct {
+// filePathArgs are the args of a command that takes one file path of the workspace.
+type filePathArgs struct {
 	Path string `json:"path" desc:"file path" max:"256"`
-}
-
-type contextFolderArgs struct {
-	Path string `json:"path" desc:"folder; . for the top" max:"256"`
 }
 
 var (
 	openFileSpec = Spec{
 		Name: "open_file", Description: "Keep a file's current content in your context until closed",
-		Params: FromStruct(contextPathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
+		Params: FromStruct(filePathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
 	}
 	openFolderSpec = Spec{
 		Name: "open_folder", Description: "Keep a folder's current listing in your context until closed",
-		Params: FromStruct(contextFolderArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
+		Params: FromStruct(listFolderArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
 	}
 	closeItemSpec = Spec{
 		Name: "close_context_item", Description: "Close an open file or folder",
-		Params: FromStruct(contextPathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
+		Params: FromStruct(filePathArgs{}), Subject: "path", Class: ClassRead, Idempotent: true,
 	}
 )
 
@@ -75,7 +72,7 @@ func (ContextItems) Commands(ctx context.Context, s *Step) ([]Command, error) {
 		return cmds, err
 	}
 	if len(items) > 0 {
-		cmds = append(cmds, closeItem{})
+		cmds = append(cmds, closeItemCommand)
 	}
 	return cmds, nil
 }
@@ -101,14 +98,13 @@ func (ContextItems) Messages(ctx context.Context, s *Step) ([]string, error) {
 		if it.Target != "" {
 			shown = it.Target // what was approved, even should Path be relinked as it is read
 		}
-		arg, _ := json.Marshal(map[string]string{"path": shown})
 		if now, rerr := resolve(s.Workspace, it.Path); it.Target != "" && rerr == nil && now != it.Target {
 			out = fmt.Sprintf("(not shown: it now leads to %s through a symlink, not to %s as when it was opened; close it and open it again)",
 				display.Escape(now, display.Line), display.Escape(it.Target, display.Line))
 		} else if it.Kind == "folder" {
-			out, err = listFolder{}.Execute(ctx, env, arg)
+			out, err = listFolder(ctx, env, listFolderArgs{Path: shown})
 		} else {
-			out, err = readFile{}.Execute(ctx, env, arg)
+			out, err = readFile(ctx, env, readFileArgs{Path: shown})
 		}
 		if err != nil {
 			out = "(cannot show it: " + err.Error() + ")"
@@ -161,7 +157,7 @@ type openItem struct {
 func (o openItem) Spec() Spec { return o.spec }
 
 func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a contextPathArgs
+	var a filePathArgs
 	if err := DecodeArgs(o.spec.Name, raw, &a); err != nil {
 		return "", err
 	}
@@ -206,16 +202,10 @@ func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	return fmt.Sprintf("opened %s %s: its current content is shown in your context until you close it", o.kind, it.Path), nil
 }
 
+var closeItemCommand = &funcCommand[filePathArgs]{closeItemSpec, closeItem}
+
 // closeItem is close_context_item.
-type closeItem struct{}
-
-func (closeItem) Spec() Spec { return closeItemSpec }
-
-func (closeItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a contextPathArgs
-	if err := DecodeArgs(closeItemSpec.Name, raw, &a); err != nil {
-		return "", err
-	}
+func closeItem(ctx context.Context, env Env, a filePathArgs) (string, error) {
 	if env.State == nil {
 		return "", errNoState
 	}

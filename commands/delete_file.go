@@ -15,14 +15,10 @@ import (
 // should not cost a whole tree.
 type deleteFile struct{}
 
-type deleteFileArgs struct {
-	Path string `json:"path" desc:"file path" max:"256"`
-}
-
 var deleteFileSpec = Spec{
 	Name:        "delete_file",
 	Description: "Delete one file from the workspace",
-	Params:      FromStruct(deleteFileArgs{}),
+	Params:      FromStruct(filePathArgs{}),
 	Subject:     "path",
 	Class:       ClassWriteWorkspace,
 	// A re-run finds the file gone and says so without failing.
@@ -34,7 +30,7 @@ func init() { Register(deleteFile{}) }
 func (deleteFile) Spec() Spec { return deleteFileSpec }
 
 func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a deleteFileArgs
+	var a filePathArgs
 	if err := DecodeArgs("delete_file", raw, &a); err != nil {
 		return "", err
 	}
@@ -84,7 +80,7 @@ func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 // Preview implements Previewer: every line of the file removed. A link is deleted itself,
 // not what it points to, so it gets a note and nothing of its target.
 func (deleteFile) Preview(_ context.Context, env Env, raw json.RawMessage) *api.Preview {
-	var a deleteFileArgs
+	var a filePathArgs
 	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
 		return nil
 	}

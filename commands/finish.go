@@ -2,11 +2,7 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 )
-
-// finish ends the run; the agent loop stops when it succeeds and reports its reason.
-type finish struct{}
 
 type finishArgs struct {
 	Reason string `json:"reason" desc:"summary of the outcome" max:"300"`
@@ -20,15 +16,10 @@ var finishSpec = Spec{
 	Idempotent:  true,
 }
 
-func init() { Register(finish{}) }
+func init() { Register(&funcCommand[finishArgs]{finishSpec, finish}) }
 
-func (finish) Spec() Spec { return finishSpec }
-
-func (finish) Execute(_ context.Context, _ Env, raw json.RawMessage) (string, error) {
-	var a finishArgs
-	if err := DecodeArgs(Finish, raw, &a); err != nil {
-		return "", err
-	}
+// finish ends the run; the agent loop stops when it succeeds and reports its reason.
+func finish(_ context.Context, _ Env, a finishArgs) (string, error) {
 	if a.Reason == "" {
 		return "finished", nil
 	}

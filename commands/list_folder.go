@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +20,6 @@ const (
 	maxSorted = 10_000 // entries read and sorted; the rest are only counted
 )
 
-// listFolder lists one folder of the workspace, sorted, folders marked with a trailing /.
-type listFolder struct{}
-
 type listFolderArgs struct {
 	Path string `json:"path" desc:"folder; . for the top" max:"256"`
 }
@@ -37,15 +33,10 @@ var listFolderSpec = Spec{
 	Idempotent:  true,
 }
 
-func init() { Register(listFolder{}) }
+func init() { Register(&funcCommand[listFolderArgs]{listFolderSpec, listFolder}) }
 
-func (listFolder) Spec() Spec { return listFolderSpec }
-
-func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a listFolderArgs
-	if err := DecodeArgs("list_folder", raw, &a); err != nil {
-		return "", err
-	}
+// listFolder lists one folder of the workspace, sorted, folders marked with a trailing /.
+func listFolder(ctx context.Context, env Env, a listFolderArgs) (string, error) {
 	root, ws, rel, err := openIn(env.Workspace, a.Path)
 	if err != nil {
 		return "", err

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,8 +37,6 @@ const (
 	MemorySearch = "memory_search"
 )
 
-type memoryAdd struct{}
-
 type memoryAddArgs struct {
 	Text string `json:"text" desc:"the fact to remember, self-contained" max:"1000"`
 }
@@ -52,13 +49,7 @@ var memoryAddSpec = Spec{
 	Idempotent:  true, // the same text is the same note: saving it again replaces it
 }
 
-func (memoryAdd) Spec() Spec { return memoryAddSpec }
-
-func (memoryAdd) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a memoryAddArgs
-	if err := DecodeArgs(MemoryAdd, raw, &a); err != nil {
-		return "", err
-	}
+func memoryAdd(ctx context.Context, env Env, a memoryAddArgs) (string, error) {
 	if env.Memory == nil {
 		return "", ErrNoMemory
 	}
@@ -71,8 +62,6 @@ func (memoryAdd) Execute(ctx context.Context, env Env, raw json.RawMessage) (str
 	}
 	return "saved to memory", nil
 }
-
-type memorySearch struct{}
 
 type memorySearchArgs struct {
 	Query string `json:"query" desc:"words to look for" max:"200"`
@@ -89,13 +78,7 @@ var memorySearchSpec = Spec{
 // memorySearchHits is how many memories one memory_search shows.
 const memorySearchHits = 5
 
-func (memorySearch) Spec() Spec { return memorySearchSpec }
-
-func (memorySearch) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a memorySearchArgs
-	if err := DecodeArgs(MemorySearch, raw, &a); err != nil {
-		return "", err
-	}
+func memorySearch(ctx context.Context, env Env, a memorySearchArgs) (string, error) {
 	if env.Memory == nil {
 		return "", ErrNoMemory
 	}
@@ -123,17 +106,10 @@ func (memorySearch) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 
 // oneLine flattens s onto one line and cuts it to n bytes on a rune boundary.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return display.Cut(strings.Join(strings.Fields(s), " "), n, display.Ellipsis)
 }
 
 func init() {
-	Register(memoryAdd{})
-	Register(memorySearch{})
+	Register(&funcCommand[memoryAddArgs]{memoryAddSpec, memoryAdd})
+	Register(&funcCommand[memorySearchArgs]{memorySearchSpec, memorySearch})
 }

@@ -178,18 +178,19 @@ func BenchmarkFilePreview(b *testing.B) {
 }
 
 // panicky is a command whose preview panics.
-type panicky struct{ finish }
+type panicky struct{ specCmd }
 
 func (panicky) Preview(context.Context, Env, json.RawMessage) *api.Preview { panic("boom") }
 
 // TestPreviewPanicIsANote: a previewer that panics gives a note, not a dead proposal; a
 // command without a previewer gives nil.
 func TestPreviewPanicIsANote(t *testing.T) {
-	pv := Preview(context.Background(), panicky{}, Env{}, nil)
+	pv := Preview(context.Background(), panicky{specCmd{finishSpec}}, Env{}, nil)
 	if pv == nil || !strings.Contains(pv.Note, "boom") {
 		t.Errorf("preview = %+v, want a note naming the panic", pv)
 	}
-	if pv := Preview(context.Background(), finish{}, Env{}, nil); pv != nil {
+	finish, _ := Lookup(Finish)
+	if pv := Preview(context.Background(), finish, Env{}, nil); pv != nil {
 		t.Errorf("finish has a preview: %+v", pv)
 	}
 }

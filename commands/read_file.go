@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,9 +13,6 @@ import (
 
 // maxReadBytes bounds what read_file loads; Run's output cap cuts the result further.
 const maxReadBytes = 1 << 20
-
-// readFile returns a text file from the workspace.
-type readFile struct{}
 
 type readFileArgs struct {
 	Path      string `json:"path" desc:"file path" max:"256"`
@@ -37,15 +33,10 @@ var readFileSpec = Spec{
 	Idempotent:  true,
 }
 
-func init() { Register(readFile{}) }
+func init() { Register(&funcCommand[readFileArgs]{readFileSpec, readFile}) }
 
-func (readFile) Spec() Spec { return readFileSpec }
-
-func (readFile) Execute(_ context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a readFileArgs
-	if err := DecodeArgs("read_file", raw, &a); err != nil {
-		return "", err
-	}
+// readFile returns a text file from the workspace.
+func readFile(_ context.Context, env Env, a readFileArgs) (string, error) {
 	f, err := openRead(env.Workspace, a.Path)
 	if err != nil {
 		return "", err

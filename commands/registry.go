@@ -12,7 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,24 @@ func Register(c Command) {
 	registry[s.Name] = c
 }
 
+// funcCommand is a command that decodes its args into an A and hands them to run, for
+// commands that keep no state of their own. It is used by pointer: a func field would make
+// two of them panic when compared as Commands.
+type funcCommand[A any] struct {
+	spec Spec
+	run  func(ctx context.Context, env Env, a A) (string, error)
+}
+
+func (c funcCommand[A]) Spec() Spec { return c.spec }
+
+func (c funcCommand[A]) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
+	var a A
+	if err := DecodeArgs(c.spec.Name, raw, &a); err != nil {
+		return "", err
+	}
+	return c.run(ctx, env, a)
+}
+
 // Lookup returns the named command.
 func Lookup(name string) (Command, bool) {
 	regMu.RLock()
@@ -123,12 +142,7 @@ func Lookup(name string) (Command, bool) {
 func All() []Command {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	out := make([]Command, 0, len(registry))
-	for _, c := range registry {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
-	return out
+	return slices.SortedFunc(maps.Values(registry), func(a, b Command) int { return strings.Compare(a.Spec().Name, b.Spec().Name) })
 }
 
 // Set is the ordered list of commands one agent may use now.
@@ -149,12 +163,11 @@ func Resolve(names []string) (Set, error) {
 
 // Get returns the command in the set with that name.
 func (s Set) Get(name string) (Command, bool) {
-	for _, c := range s {
-		if c.Spec().Name == name {
-			return c, true
-		}
+	i := slices.IndexFunc(s, func(c Command) bool { return c.Spec().Name == name })
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	return s[i], true
 }
 
 // Names lists the set's command names in order.

@@ -124,7 +124,7 @@ func TestRegisterPanics(t *testing.T) {
 		cmd  Command
 		want string
 	}{
-		{name: "duplicate", cmd: finish{}, want: "finish registered twice"},
+		{name: "duplicate", cmd: specCmd{finishSpec}, want: "finish registered twice"},
 		{name: "empty_name", cmd: specCmd{Spec{Params: Object()}}, want: "empty name"},
 		{name: "params_not_object", cmd: specCmd{Spec{Name: "x_bad", Params: String("s", 5)}}, want: "Params must be an object schema"},
 		{name: "params_nil", cmd: specCmd{Spec{Name: "x_nil"}}, want: "Params must be an object schema"},

@@ -3,13 +3,13 @@ package commands
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -27,11 +27,6 @@ const (
 	maxSnippetBytes     = 160      // of one matching line
 )
 
-// searchFiles finds workspace paths by glob and, given text, the lines of those files that
-// contain it. It walks through an os.Root and never follows a symlink, so it cannot leave
-// the workspace however the tree is built.
-type searchFiles struct{}
-
 type searchFilesArgs struct {
 	Pattern string `json:"pattern" desc:"glob like notes/**/*.md" max:"256"`
 	Text    string `json:"text,omitempty" desc:"optional text to grep for" max:"200"`
@@ -46,15 +41,12 @@ var searchFilesSpec = Spec{
 	Idempotent:  true,
 }
 
-func init() { Register(searchFiles{}) }
+func init() { Register(&funcCommand[searchFilesArgs]{searchFilesSpec, searchFiles}) }
 
-func (searchFiles) Spec() Spec { return searchFilesSpec }
-
-func (searchFiles) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
-	var a searchFilesArgs
-	if err := DecodeArgs("search_files", raw, &a); err != nil {
-		return "", err
-	}
+// searchFiles finds workspace paths by glob and, given text, the lines of those files that
+// contain it. It walks through an os.Root and never follows a symlink, so it cannot leave
+// the workspace however the tree is built.
+func searchFiles(ctx context.Context, env Env, a searchFilesArgs) (string, error) {
 	if strings.ContainsAny(a.Text, "\r\n") {
 		return "", errors.New("search_files: text must be on one line; lines are searched one at a time")
 	}
@@ -163,14 +155,7 @@ func (g glob) closure(set []bool, i int) []bool {
 func (g glob) matches(st []bool) bool { return st[len(g.rest)] }
 
 // alive reports whether something below a folder in these states could still match.
-func (g glob) alive(st []bool) bool {
-	for _, on := range st[:len(g.rest)] {
-		if on {
-			return true
-		}
-	}
-	return false
-}
+func (g glob) alive(st []bool) bool { return slices.Contains(st[:len(g.rest)], true) }
 
 // matchSegment matches one name like a shell does: wildcards skip hidden names unless the
 // pattern starts with a dot too, which keeps .git and .outputs out of "**".

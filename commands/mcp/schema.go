@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -243,14 +244,11 @@ func (c *converter) object(path string, m map[string]any, depth int, top bool) (
 			}
 		}
 	}
-	var optional []string
-	for name := range props {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		if !required[name] {
-			optional = append(optional, name)
+			order = append(order, name)
 		}
 	}
-	sort.Strings(optional)
-	order = append(order, optional...)
 
 	s := &commands.Schema{Type: "object", AdditionalProperties: commands.Ptr(false), Required: []string{}}
 	for _, name := range order {

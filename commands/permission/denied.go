@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -57,11 +58,7 @@ func (d *DeniedPaths) Roots() []string {
 	for _, p := range d.deny {
 		seen[p.root()] = true
 	}
-	out := make([]string, 0, len(seen))
-	for r := range seen {
-		out = append(out, r)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(seen))
 	// A root inside another is walked with it.
 	kept := out[:0]
 	for _, r := range out {

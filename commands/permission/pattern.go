@@ -311,17 +311,7 @@ func (p Pattern) literalCommand() bool {
 }
 
 // wild reports whether the subject glob has a wildcard.
-func (p Pattern) wild() bool {
-	if p.anything {
-		return true
-	}
-	for _, t := range p.subj {
-		if t.kind != tokLit {
-			return true
-		}
-	}
-	return false
-}
+func (p Pattern) wild() bool { return p.anything || globWild(p.subj) }
 
 // writeSubject writes subject tokens, escaping only the parentheses that do not pair up, so
 // that `echo (a)` stays readable and an unpaired `(` still parses.

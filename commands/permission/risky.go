@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -165,12 +166,8 @@ var optionRules = []optionRule{
 	{"patch", func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--ed") },
 		"a wildcard never approves patch's ed scripts, which can run commands"},
 	{"cc gcc g++ c++ clang clang++", func(o string) bool {
-		for _, p := range []string{"-wrapper", "-fplugin", "-B", "-specs", "--specs", "-fuse-ld"} {
-			if strings.HasPrefix(o, p) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc([]string{"-wrapper", "-fplugin", "-B", "-specs", "--specs", "-fuse-ld"},
+			func(p string) bool { return strings.HasPrefix(o, p) })
 	}, "a wildcard never approves a compiler option that runs or loads another program (-wrapper, -fplugin, -B, -specs)"},
 	{"cargo", func(o string) bool { return hasOpt(o, "--config") || strings.HasPrefix(o, "-Z") },
 		"a wildcard never approves cargo's --config, which can name a program to run"},

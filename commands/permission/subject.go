@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -47,15 +48,8 @@ func Subject(spec commands.Spec, args json.RawMessage) string {
 			}
 		}
 	}
-	var rest []string
-	for k := range vals {
-		if !listed[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		if s, ok := stringValue(vals[k]); ok {
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		if s, ok := stringValue(vals[k]); ok && !listed[k] {
 			parts = append(parts, s)
 		}
 	}

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -216,12 +217,7 @@ func (p Pattern) hidesCode(t *target) bool {
 	if t.kind != kindShell || !p.coversCommand(t.spec) {
 		return false
 	}
-	for _, ws := range t.denyCmds() {
-		if ws[0] == unknownCode {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(t.denyCmds(), func(ws []string) bool { return ws[0] == unknownCode })
 }
 
 // withGaps lets any words come between a deny pattern's words, so that `git push *` also

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -19,21 +20,11 @@ type cmdPat []wordPat
 
 // wild reports whether c has a wildcard anywhere.
 func (c cmdPat) wild() bool {
-	for _, w := range c {
-		if w.many || globWild(w.glob) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c, func(w wordPat) bool { return w.many || globWild(w.glob) })
 }
 
 func globWild(g []token) bool {
-	for _, t := range g {
-		if t.kind != tokLit {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(g, func(t token) bool { return t.kind != tokLit })
 }
 
 // splitWords reads a glob's tokens as shell words, the way the shell reads a line: unquoted

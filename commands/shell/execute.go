@@ -13,12 +13,15 @@ import (
 // executor runs programs in an agent's workspace under the configured sandbox; the two
 // execute commands share it.
 type executor struct {
-	name string
+	spec commands.Spec
 	opts Options
 	box  *sandbox
 }
 
-func newExecutor(name string, o Options) (*executor, error) {
+// Spec implements commands.Command.
+func (e *executor) Spec() commands.Spec { return e.spec }
+
+func newExecutor(o Options) (*executor, error) {
 	o, err := o.check()
 	if err != nil {
 		return nil, err
@@ -27,7 +30,7 @@ func newExecutor(name string, o Options) (*executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &executor{name: name, opts: o, box: box}, nil
+	return &executor{opts: o, box: box}, nil
 }
 
 // description is the command's one prompt line; a sandboxed one tells the model up front
@@ -52,7 +55,7 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 	}
 	text := res.text()
 	if err != nil {
-		return text, fmt.Errorf("%s: killed with everything it started: %w", e.name, err)
+		return text, fmt.Errorf("%s: killed with everything it started: %w", e.spec.Name, err)
 	}
 	return text, nil
 }
@@ -63,44 +66,44 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (*runResult, error) {
 	root, err := commands.OpenWorkspace(env.Workspace) // checked once: every bind is by descriptor from it
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", e.name, err)
+		return nil, fmt.Errorf("%s: %w", e.spec.Name, err)
 	}
 	defer root.Close()
 	ws := root.Name()
 	if e.box.reason != "" {
-		return nil, e.box.refusal(e.name)
+		return nil, e.box.refusal(e.spec.Name)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+		return nil, fmt.Errorf("%s: not run: %w", e.spec.Name, err)
 	}
 	prof := env.Profile
 	d, err := findDenied(root, prof.Paths)
 	if err != nil {
-		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
+		return nil, fmt.Errorf("%s: refused: %w", e.spec.Name, err)
 	}
 	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
 	home, dir := sandboxHome, ws
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {
-			return nil, refuseUnconfined(e.name, prof, d)
+			return nil, refuseUnconfined(e.spec.Name, prof, d)
 		}
 		if home, err = os.MkdirTemp("", "agentd-home-"); err != nil {
-			return nil, fmt.Errorf("%s: cannot make an empty HOME: %w", e.name, err)
+			return nil, fmt.Errorf("%s: cannot make an empty HOME: %w", e.spec.Name, err)
 		}
 		defer os.RemoveAll(home)
 	} else {
 		if prof.Bounded { // what prepare finds of the repositories holds until the run ends
 			end, err := commands.GitRun(ctx, ws)
 			if err != nil {
-				return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+				return nil, fmt.Errorf("%s: not run: %w", e.spec.Name, err)
 			}
 			defer end()
 		}
 		if v.binds, err = e.box.prepare(root); err != nil {
-			return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+			return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.spec.Name, err)
 		}
 		if v.src, err = openSources(root, v.mounts(ws)); err != nil {
-			return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+			return nil, fmt.Errorf("%s: not run: %w", e.spec.Name, err)
 		}
 		defer closeAll(v.src)
 		if prof.Bounded { // git runs no program the repository names
@@ -111,17 +114,17 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	}
 	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
 	if err != nil {
-		return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+		return nil, fmt.Errorf("%s: not run: %w", e.spec.Name, err)
 	}
 	defer cg.leave()
 	net, err := e.box.newNetRun(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
+		return nil, fmt.Errorf("%s: refused: %w", e.spec.Name, err)
 	}
 	extra, err := e.box.files(v)
 	if err != nil {
 		net.end()
-		return nil, fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
+		return nil, fmt.Errorf("%s: cannot start the sandbox: %w", e.spec.Name, err)
 	}
 	if net != nil {
 		extra = append(extra, net.files...)
@@ -131,7 +134,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	}
 	res, err := runProgram(ctx, cg, dir, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded, e.box.online(v)), e.opts.OutputCap, net, extra...)
 	if res == nil {
-		return nil, fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
+		return nil, fmt.Errorf("%s: cannot start %s: %w", e.spec.Name, argv[0], err)
 	}
 	return res, err
 }
@@ -141,10 +144,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 var testHookSandboxStarting func()
 
 // executeShell is execute_shell: `/bin/sh -c LINE` in the workspace.
-type executeShell struct {
-	*executor
-	spec commands.Spec
-}
+type executeShell struct{ *executor }
 
 type executeShellArgs struct {
 	CommandLine string `json:"command_line" desc:"sh command line, run in the workspace" max:"2000"`
@@ -154,26 +154,24 @@ type executeShellArgs struct {
 // sandbox mode "bwrap", with ErrNoSandbox when bwrap is missing or cannot run here; in
 // mode "auto" that command is returned but refuses to run, saying how to fix it.
 func NewExecuteShell(o Options) (commands.Command, error) {
-	e, err := newExecutor("execute_shell", o)
+	e, err := newExecutor(o)
 	if err != nil {
 		return nil, err
 	}
-	return &executeShell{executor: e, spec: commands.Spec{
+	e.spec = commands.Spec{
 		Name:        "execute_shell",
 		Description: e.description("Run a shell command"),
 		Params:      commands.FromStruct(executeShellArgs{}),
 		Class:       commands.ClassExecute,
 		Subject:     "command_line",
-	}}, nil
+	}
+	return &executeShell{e}, nil
 }
-
-// Spec implements commands.Command.
-func (c *executeShell) Spec() commands.Spec { return c.spec }
 
 // Execute implements commands.Command.
 func (c *executeShell) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
 	var a executeShellArgs
-	if err := commands.DecodeArgs(c.name, raw, &a); err != nil {
+	if err := commands.DecodeArgs(c.spec.Name, raw, &a); err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(a.CommandLine) == "" {
@@ -189,7 +187,6 @@ func (c *executeShell) Execute(ctx context.Context, env commands.Env, raw json.R
 type executePythonFile struct {
 	*executor
 	python string
-	spec   commands.Spec
 }
 
 type executePythonFileArgs struct {
@@ -205,26 +202,24 @@ func NewExecutePythonFile(o Options) (commands.Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w: %v", ErrNoPython, err)
 	}
-	e, err := newExecutor("execute_python_file", o)
+	e, err := newExecutor(o)
 	if err != nil {
 		return nil, err
 	}
-	return &executePythonFile{executor: e, python: python, spec: commands.Spec{
+	e.spec = commands.Spec{
 		Name:        "execute_python_file",
 		Description: e.description("Run a Python file"),
 		Params:      commands.FromStruct(executePythonFileArgs{}),
 		Class:       commands.ClassExecute,
 		Subject:     "path",
-	}}, nil
+	}
+	return &executePythonFile{executor: e, python: python}, nil
 }
-
-// Spec implements commands.Command.
-func (c *executePythonFile) Spec() commands.Spec { return c.spec }
 
 // Execute implements commands.Command.
 func (c *executePythonFile) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
 	var a executePythonFileArgs
-	if err := commands.DecodeArgs(c.name, raw, &a); err != nil {
+	if err := commands.DecodeArgs(c.spec.Name, raw, &a); err != nil {
 		return "", err
 	}
 	file, err := commands.ResolvePath(env.Workspace, a.Path)

@@ -194,12 +194,7 @@ func ancestors(p string) []string {
 
 // within reports whether d is one of roots or inside one.
 func within(d string, roots []string) bool {
-	for _, r := range roots {
-		if d == r || strings.HasPrefix(d, r+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(roots, func(r string) bool { return d == r || strings.HasPrefix(d, r+"/") })
 }
 
 // mount is one mount a run makes of its workspace: kind "fixed" binds the host folder at
