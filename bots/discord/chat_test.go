@@ -20,9 +20,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
-	wrap, held, handled := chattest.Held()
-	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
-	e.WithTeams(t, map[string]string{})
+	e := &env{}
+	held, handled := e.ForScenarios(t)
 	return discordChat{newEnvWith(t, e), held, handled}
 }
 

@@ -23,9 +23,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
-	wrap, held, handled := chattest.Held()
-	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
-	e.WithTeams(t, map[string]string{})
+	e := &env{}
+	held, handled := e.ForScenarios(t)
 	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}, clicks: map[string][]string{}}
 }
 
