@@ -31,8 +31,7 @@ func TestMentionRunsInAPublicThread(t *testing.T) {
 
 func TestTypedDecisions(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}),
-		reply("bots_test_touch", map[string]string{"what": "c"}), reply("bots_test_touch", map[string]string{"what": "d"}))
+	e.Script(touch("a"), touch("b"), touch("c"), touch("d"))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	chattest.Drain()
@@ -96,7 +95,7 @@ func TestWatchdogReopensSilentConnection(t *testing.T) {
 	e.wait("connected again", func() bool { return e.bot.Status().State == bots.StateConnected })
 	e.settle()
 	// Still serving.
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(touch("x"))
 	thread := e.startRun("touch")
 	e.proposal(thread, 1)
 }
@@ -105,7 +104,7 @@ func TestWatchdogReopensSilentConnection(t *testing.T) {
 // (What the commands do is the slash_commands_drive_a_run scenario.)
 func TestSlashRunDeferredIntoAThread(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(touch("x"))
 	in, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "run",
 		Options: []fakediscord.CommandOption{{Type: 3, Name: "task", Value: "touch from a command"}}})
 	if err != nil {

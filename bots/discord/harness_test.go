@@ -75,6 +75,11 @@ func reply(name string, args any) string {
 	return chattest.Reply(name, args, "I will "+name+" **now** @everyone")
 }
 
+// touch is a model reply proposing the test command bots_test_touch of what.
+func touch(what string) string {
+	return reply(chattest.TouchCommand, map[string]string{"what": what})
+}
+
 func (e *env) start() {
 	e.Start(func(relay *bots.Relay, to bots.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
@@ -164,7 +169,7 @@ func countText(ms []fakediscord.Message, s string) int { return chattest.Count(c
 // thread and that proposal's message.
 func (e *env) touchRun(task, what string) (string, fakediscord.Message) {
 	e.t.Helper()
-	e.Script(reply("bots_test_touch", map[string]string{"what": what}))
+	e.Script(touch(what))
 	thread := e.startRun(task)
 	return thread, e.proposal(thread, 1)
 }

@@ -73,6 +73,11 @@ func reply(name string, args any) string {
 	return chattest.Reply(name, args, "I will "+name+" <now> & then")
 }
 
+// touch is a model reply proposing the test command bots_test_touch of what.
+func touch(what string) string {
+	return reply(chattest.TouchCommand, map[string]string{"what": what})
+}
+
 func (e *env) start() {
 	e.Start(func(relay *bots.Relay, to bots.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: to, Log: log,
@@ -130,7 +135,7 @@ func hasText(ms []fakeslack.Message, s string) bool {
 // thread and that proposal's message.
 func (e *env) touchRun(task, what string) (string, fakeslack.Message) {
 	e.t.Helper()
-	e.Script(reply("bots_test_touch", map[string]string{"what": what}))
+	e.Script(touch(what))
 	thread := e.startRun(task)
 	return thread, e.proposal(thread, 1)
 }

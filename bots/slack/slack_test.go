@@ -19,7 +19,7 @@ import (
 // and feedback are, a bare "y" is not.
 func TestThreadMessagesRemembered(t *testing.T) {
 	e := newEnvFor(t, true)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
+	e.Script(touch("x"), touch("y"))
 	thread := e.startRun("touch the launch pad")
 	p := e.proposal(thread, 1)
 	e.slack.Say(approver, channel, "channel", thread, "use the blue pad instead", false)
