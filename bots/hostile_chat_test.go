@@ -252,22 +252,16 @@ func TestReplayedRepliesAppliedOnce(t *testing.T) {
 		{"feedback_for_an_earlier_proposal_delivered_late_to_an_idle_agent", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "delete_file"))
 			late := w.ad.stamp() // "keep the backups" written for p-1
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove})
+			w.decidedElsewhere("p-1", api.DecisionApprove)
 			w.show(proposal("p-2", "a-1", 2, "delete_file"))
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-2", Kind: api.DecisionDeny})
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
+			w.decidedElsewhere("p-2", api.DecisionDeny)
 			w.idle("a-1")
 			w.say(late, "", "keep the backups")
 			return "", nil
 		}, "written before agent writer's proposal at step 2", 1},
 		{"new_task_after_the_last_proposal", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "delete_file"))
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionDeny})
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
+			w.decidedElsewhere("p-1", api.DecisionDeny)
 			w.idle("a-1")
 			w.say(w.ad.stamp(), "", "keep the backups")
 			return "", []string{"a-1 keep the backups"}
@@ -318,11 +312,8 @@ func TestClicksDecideOnlyTheirThreadsShownProposal(t *testing.T) {
 		}, "a-1 p-1 approve 1 " + hash(1), "", ""},
 		{"button_on_p1_message_naming_p2", func(w *attackWorld) {
 			m1 := w.message("p-1")
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
+			w.decidedElsewhere("p-1", api.DecisionApprove)
 			w.show(proposal("p-2", "a-1", 2, "delete_file"))
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
 			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"},
 				Action: ActionApprove, Ref: Ref{AgentID: "a-1", ProposalID: "p-2", Hash: hash(2)}, ID: "c-2", Message: m1})
 		}, "", "the button names another proposal than the message it is on", "names another proposal"},
