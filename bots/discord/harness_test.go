@@ -75,11 +75,6 @@ func reply(name string, args any) string {
 	return chattest.Reply(name, args, "I will "+name+" **now** @everyone")
 }
 
-// touch is a model reply proposing the test command bots_test_touch of what.
-func touch(what string) string {
-	return reply(chattest.TouchCommand, map[string]string{"what": what})
-}
-
 func (e *env) start() {
 	e.Start(func(relay *bots.Relay, to bots.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
@@ -164,6 +159,11 @@ func contentsOf(ms []fakediscord.Message) []string {
 
 func hasText(ms []fakediscord.Message, s string) bool  { return chattest.Has(contentsOf(ms), s) }
 func countText(ms []fakediscord.Message, s string) int { return chattest.Count(contentsOf(ms), s) }
+
+// touch is a model reply proposing the test command bots_test_touch of what.
+func touch(what string) string {
+	return reply(chattest.TouchCommand, map[string]string{"what": what})
+}
 
 // touchRun starts a run on task whose first proposal touches what, and returns the run's
 // thread and that proposal's message.

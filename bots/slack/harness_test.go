@@ -73,11 +73,6 @@ func reply(name string, args any) string {
 	return chattest.Reply(name, args, "I will "+name+" <now> & then")
 }
 
-// touch is a model reply proposing the test command bots_test_touch of what.
-func touch(what string) string {
-	return reply(chattest.TouchCommand, map[string]string{"what": what})
-}
-
 func (e *env) start() {
 	e.Start(func(relay *bots.Relay, to bots.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: to, Log: log,
@@ -129,6 +124,11 @@ func hasText(ms []fakeslack.Message, s string) bool {
 		}
 	}
 	return false
+}
+
+// touch is a model reply proposing the test command bots_test_touch of what.
+func touch(what string) string {
+	return reply(chattest.TouchCommand, map[string]string{"what": what})
 }
 
 // touchRun starts a run on task whose first proposal touches what, and returns the run's
