@@ -377,6 +377,21 @@ func (c discordChat) AskReconnect() {
 	c.wait("another connection", func() bool { return c.resumes() > resumes && c.fake.Connections() == 1 })
 }
 
+func (c discordChat) MentionUnserved(u chattest.User, text string) {
+	c.say(discordUsers[u], eOther, c.BotMention()+" "+text)
+}
+
+// UnservedCalls is each REST call whose path names the unserved channel.
+func (c discordChat) UnservedCalls() []string {
+	var out []string
+	for _, call := range c.fake.Calls() {
+		if strings.Contains(call.Path, eOther) {
+			out = append(out, call.Method+" "+call.Path)
+		}
+	}
+	return out
+}
+
 func (c discordChat) SayDirect(u chattest.User, text string) { c.say(discordUsers[u], eDM, text) }
 func (c discordChat) DirectPosted() []string                 { return contentsOf(c.fake.Messages(eDM)) }
 

@@ -165,6 +165,23 @@ func (c *slackChat) SayDirect(u chattest.User, text string) {
 	}
 }
 
+const unserved = "C999" // a channel the bot does not serve
+
+func (c *slackChat) MentionUnserved(u chattest.User, text string) {
+	c.slack.Mention(slackUsers[u], unserved, "", text)
+}
+
+// UnservedCalls is each Web API call naming the unserved channel.
+func (c *slackChat) UnservedCalls() []string {
+	var out []string
+	for _, call := range c.slack.Calls() {
+		if call.Form.Get("channel") == unserved {
+			out = append(out, call.Method)
+		}
+	}
+	return out
+}
+
 func (c *slackChat) DirectPosted() []string {
 	var out []string
 	c.slack.Wait(0, func(v fakeslack.View) bool {
