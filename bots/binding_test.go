@@ -159,6 +159,18 @@ func (w *bindingWorld) show(p *api.Proposal) {
 	w.r.out.flush()
 }
 
+// decidedElsewhere has a-1's waiting proposal id decided as kind by someone else
+// (agentctl, another click) before what a case checks; the record forgets it, so only
+// what the case decides is counted.
+func (w *bindingWorld) decidedElsewhere(id string, kind api.DecisionKind) {
+	if _, err := w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: id, Kind: kind}); err != nil {
+		panic(err)
+	}
+	w.svc.mu.Lock()
+	w.svc.decided = nil
+	w.svc.mu.Unlock()
+}
+
 // ask makes a-1 wait on a question with text and posts it in T1, as the relay does on its
 // event.
 func (w *bindingWorld) ask(text string) {
@@ -208,11 +220,8 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 		{"late_y_for_p1_while_p2_waits", func(w *bindingWorld) string {
 			w.show(proposal("p-1", "a-1", 1, "read_file"))
 			late := w.ad.stamp() // written for p-1, delivered after p-1 was decided and p-2 shown
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
+			w.decidedElsewhere("p-1", api.DecisionApprove)
 			w.show(proposal("p-2", "a-1", 2, "write_file"))
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
 			w.say(late, "", "y")
 			return ""
 		}, "That reply was for an earlier proposal (step 1), so it decided nothing; the agent now waits on step 2: write_file — answer that one."},
@@ -229,11 +238,8 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 		{"reply_to_p1_message_while_p2_waits", func(w *bindingWorld) string {
 			w.show(proposal("p-1", "a-1", 1, "read_file"))
 			p1 := w.message("p-1")
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
+			w.decidedElsewhere("p-1", api.DecisionApprove)
 			w.show(proposal("p-2", "a-1", 2, "write_file"))
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
 			w.say(w.ad.stamp(), p1, "y")
 			return ""
 		}, "That reply was for an earlier proposal (step 1)"},

@@ -48,44 +48,44 @@ func removedNow(r *Relay, now *api.Proposal, d *api.Decision) api.Event {
 	return api.Event{Type: api.EventRemoved, AgentID: "a-2", Messages: open}
 }
 
-// A role agent decided and removed before the relay shows the decision: its message shows
-// the decision, not that the agent was removed before one.
-func TestARoleDecidedThenRemovedShowsTheDecision(t *testing.T) {
-	ctx := context.Background()
-	r, ad, p := roleWaiting(t)
+// A role agent removed right after its proposal ended: its message shows how the proposal
+// ended, once, not that the agent was removed before a decision. Decided: the decision.
+// Stopped: the run ended before a decision (the removal event shows its proposal
+// superseded); the daemon publishes the stop's state, then the run's end, then the removal.
+func TestARoleRemovedShowsHowItsProposalEnded(t *testing.T) {
 	d := &api.Decision{ProposalID: "p-2", Kind: api.DecisionApprove, By: "U1", Source: "slack"}
-	asked, now := *p, *p
-	now.Status = api.ProposalSucceeded
-	gone := removedNow(r, &now, d)
-	r.posts.handle(ctx, api.Event{Type: api.EventDecision, AgentID: "a-2", Decision: d, Decided: &asked})
-	r.posts.handle(ctx, gone)
-	r.out.flush()
-	ad.mu.Lock()
-	defer ad.mu.Unlock()
-	if len(ad.updates) != 1 || !strings.Contains(ad.updates[0], "✅ Approved by") || strings.Contains(ad.updates[0], "removed") {
-		t.Fatalf("updates = %q; want the proposal's message to show its approval once", ad.updates)
-	}
-}
-
-// A role agent stopped and removed back to back: its message says the run ended before a
-// decision (the removal event shows its proposal superseded), not that the agent was
-// removed before one. The daemon publishes the stop's state, then the run's end, then the
-// removal.
-func TestARoleStoppedThenRemovedSaysItsRunEnded(t *testing.T) {
-	ctx := context.Background()
-	r, ad, p := roleWaiting(t)
-	now := *p
-	now.Status = api.ProposalSuperseded
-	gone := removedNow(r, &now, nil)
 	idle := &api.Agent{ID: "a-2", Name: "t1-programmer", State: api.StateIdle, StateReason: "stopped"}
-	r.posts.handle(ctx, api.Event{Type: api.EventState, AgentID: "a-2", Agent: idle})
-	r.posts.handle(ctx, api.Event{Type: api.EventFinish, AgentID: "a-2", Agent: idle, Message: "stopped"})
-	r.posts.handle(ctx, gone)
-	r.out.flush()
-	ad.mu.Lock()
-	defer ad.mu.Unlock()
-	if len(ad.updates) != 1 || !strings.Contains(ad.updates[0], "The run ended before a decision") || strings.Contains(ad.updates[0], "removed") {
-		t.Fatalf("updates = %q; want the proposal's message closed once as its run ended", ad.updates)
+	for _, tc := range []struct {
+		name     string
+		now      api.ProposalStatus
+		decision *api.Decision
+		before   func(asked api.Proposal) []api.Event
+		want     string
+		why      string
+	}{
+		{"a_role_decided_then_removed_shows_the_decision", api.ProposalSucceeded, d, func(asked api.Proposal) []api.Event {
+			return []api.Event{{Type: api.EventDecision, AgentID: "a-2", Decision: d, Decided: &asked}}
+		}, "✅ Approved by", "want the proposal's message to show its approval once"},
+		{"a_role_stopped_then_removed_says_its_run_ended", api.ProposalSuperseded, nil, func(api.Proposal) []api.Event {
+			return []api.Event{{Type: api.EventState, AgentID: "a-2", Agent: idle}, {Type: api.EventFinish, AgentID: "a-2", Agent: idle, Message: "stopped"}}
+		}, "The run ended before a decision", "want the proposal's message closed once as its run ended"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			r, ad, p := roleWaiting(t)
+			now := *p
+			now.Status = tc.now
+			gone := removedNow(r, &now, tc.decision)
+			for _, e := range append(tc.before(*p), gone) {
+				r.posts.handle(ctx, e)
+			}
+			r.out.flush()
+			ad.mu.Lock()
+			defer ad.mu.Unlock()
+			if len(ad.updates) != 1 || !strings.Contains(ad.updates[0], tc.want) || strings.Contains(ad.updates[0], "removed") {
+				t.Fatalf("updates = %q; %s", ad.updates, tc.why)
+			}
+		})
 	}
 }
 

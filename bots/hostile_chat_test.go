@@ -182,7 +182,17 @@ func runReplyAttacks(t *testing.T, cases []replyAttack) {
 // Replies that were not written for what waits now, or that name no proposal the thread
 // shows, decide nothing.
 func TestStaleRepliesDecideNothing(t *testing.T) {
-	ctx := context.Background()
+	p1 := proposal("p-1", "a-1", 1, "read_file")
+	// yAfter shows shown, then has in say "y": where, by whom and on which platform differ.
+	yAfter := func(shown *api.Proposal, in Incoming) func(w *attackWorld) (string, []string) {
+		return func(w *attackWorld) (string, []string) {
+			p := *shown // each case's world gets its own
+			w.show(&p)
+			in.Text, in.ID = "y", w.ad.stamp()
+			w.r.OnMessage(context.Background(), in)
+			return "", nil
+		}
+	}
 	runReplyAttacks(t, []replyAttack{
 		{"reply_id_that_does_not_parse", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "write_file"))
@@ -208,26 +218,12 @@ func TestStaleRepliesDecideNothing(t *testing.T) {
 			w.say(w.ad.stamp(), older, "y")
 			return "a-1 p-1 approve 1 " + strings.Repeat("1", 64), nil
 		}, "", 0},
-		{"reply_at_the_channels_top_level", func(w *attackWorld) (string, []string) {
-			w.show(proposal("p-1", "a-1", 1, "read_file"))
-			w.r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1"}, User: User{ID: "U1"}, Text: "y", ID: w.ad.stamp()})
-			return "", nil
-		}, "", 0},
-		{"reply_in_same_thread_id_of_another_channel", func(w *attackWorld) (string, []string) {
-			w.show(proposal("p-9", "a-2", 9, "delete_file"))
-			w.r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T2"}, User: User{ID: "U1"}, Text: "y", ID: w.ad.stamp()})
-			return "", nil
-		}, "", 0},
-		{"reply_from_another_platform", func(w *attackWorld) (string, []string) {
-			w.show(proposal("p-1", "a-1", 1, "read_file"))
-			w.r.OnMessage(ctx, Incoming{Platform: "discord", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y", ID: w.ad.stamp()})
-			return "", nil
-		}, "", 0},
-		{"non_approver_y", func(w *attackWorld) (string, []string) {
-			w.show(proposal("p-1", "a-1", 1, "read_file"))
-			w.r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U5"}, Text: "y", ID: w.ad.stamp()})
-			return "", nil
-		}, "You are not an approver here", 1},
+		{"reply_at_the_channels_top_level", yAfter(p1, Incoming{Platform: "slack", Where: Where{Channel: "C1"}, User: User{ID: "U1"}}), "", 0},
+		{"reply_in_same_thread_id_of_another_channel", yAfter(proposal("p-9", "a-2", 9, "delete_file"),
+			Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T2"}, User: User{ID: "U1"}}), "", 0},
+		{"reply_from_another_platform", yAfter(p1, Incoming{Platform: "discord", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}}), "", 0},
+		{"non_approver_y", yAfter(p1, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U5"}}),
+			"You are not an approver here", 1},
 	})
 }
 
@@ -256,22 +252,16 @@ func TestReplayedRepliesAppliedOnce(t *testing.T) {
 		{"feedback_for_an_earlier_proposal_delivered_late_to_an_idle_agent", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "delete_file"))
 			late := w.ad.stamp() // "keep the backups" written for p-1
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove})
+			w.decidedElsewhere("p-1", api.DecisionApprove)
 			w.show(proposal("p-2", "a-1", 2, "delete_file"))
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-2", Kind: api.DecisionDeny})
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
+			w.decidedElsewhere("p-2", api.DecisionDeny)
 			w.idle("a-1")
 			w.say(late, "", "keep the backups")
 			return "", nil
 		}, "written before agent writer's proposal at step 2", 1},
 		{"new_task_after_the_last_proposal", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "delete_file"))
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionDeny})
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
+			w.decidedElsewhere("p-1", api.DecisionDeny)
 			w.idle("a-1")
 			w.say(w.ad.stamp(), "", "keep the backups")
 			return "", []string{"a-1 keep the backups"}
@@ -322,11 +312,8 @@ func TestClicksDecideOnlyTheirThreadsShownProposal(t *testing.T) {
 		}, "a-1 p-1 approve 1 " + hash(1), "", ""},
 		{"button_on_p1_message_naming_p2", func(w *attackWorld) {
 			m1 := w.message("p-1")
-			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
+			w.decidedElsewhere("p-1", api.DecisionApprove)
 			w.show(proposal("p-2", "a-1", 2, "delete_file"))
-			w.svc.mu.Lock()
-			w.svc.decided = nil
-			w.svc.mu.Unlock()
 			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"},
 				Action: ActionApprove, Ref: Ref{AgentID: "a-1", ProposalID: "p-2", Hash: hash(2)}, ID: "c-2", Message: m1})
 		}, "", "the button names another proposal than the message it is on", "names another proposal"},

@@ -20,9 +20,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
-	wrap, held, handled := chattest.Held()
-	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
-	e.WithTeams(t, map[string]string{})
+	e := &env{}
+	held, handled := e.ForScenarios(t)
 	return discordChat{newEnvWith(t, e), held, handled}
 }
 
@@ -376,6 +375,21 @@ func (c discordChat) AskReconnect() {
 	resumes := c.resumes()
 	c.fake.RequestReconnect()
 	c.wait("another connection", func() bool { return c.resumes() > resumes && c.fake.Connections() == 1 })
+}
+
+func (c discordChat) MentionUnserved(u chattest.User, text string) {
+	c.say(discordUsers[u], eOther, c.BotMention()+" "+text)
+}
+
+// UnservedCalls is each REST call whose path names the unserved channel.
+func (c discordChat) UnservedCalls() []string {
+	var out []string
+	for _, call := range c.fake.Calls() {
+		if strings.Contains(call.Path, eOther) {
+			out = append(out, call.Method+" "+call.Path)
+		}
+	}
+	return out
 }
 
 func (c discordChat) SayDirect(u chattest.User, text string) { c.say(discordUsers[u], eDM, text) }

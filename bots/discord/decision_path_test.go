@@ -19,8 +19,7 @@ import (
 // later posts go there without a second continuation.
 func TestLockedThreadContinuationSurvivesRestart(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}),
-		reply("bots_test_touch", map[string]string{"what": "c"}))
+	e.Script(touch("a"), touch("b"), touch("c"))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	if err := e.fake.LockThread(thread); err != nil {

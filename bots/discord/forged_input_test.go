@@ -67,7 +67,7 @@ func TestForgedCustomIDsDecideNothing(t *testing.T) {
 // hash) decides nothing: a click is bound to the proposal its message shows.
 func TestButtonNamingTheNextProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(touch("a"), touch("b"))
 	thread := e.startRun("touch twice")
 	p1 := e.proposal(thread, 1)
 	e.click(uAlice, thread, p1, ActionApprove)

@@ -160,11 +160,16 @@ func contentsOf(ms []fakediscord.Message) []string {
 func hasText(ms []fakediscord.Message, s string) bool  { return chattest.Has(contentsOf(ms), s) }
 func countText(ms []fakediscord.Message, s string) int { return chattest.Count(contentsOf(ms), s) }
 
+// touch is a model reply proposing the test command bots_test_touch of what.
+func touch(what string) string {
+	return reply(chattest.TouchCommand, map[string]string{"what": what})
+}
+
 // touchRun starts a run on task whose first proposal touches what, and returns the run's
 // thread and that proposal's message.
 func (e *env) touchRun(task, what string) (string, fakediscord.Message) {
 	e.t.Helper()
-	e.Script(reply("bots_test_touch", map[string]string{"what": what}))
+	e.Script(touch(what))
 	thread := e.startRun(task)
 	return thread, e.proposal(thread, 1)
 }

@@ -38,7 +38,7 @@ func (e *env) botMessages(channels ...string) []fakediscord.Message {
 func TestNoLinkPreviewsEver(t *testing.T) {
 	e := newEnv(t)
 	leak := "https://evil.example/leak?d=s3cret"
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("write_file", map[string]string{"path": "x.txt", "text": leak}))
+	e.Script(touch("a"), reply("write_file", map[string]string{"path": "x.txt", "text": leak}))
 	thread := e.startRun("fetch " + leak)
 	p := e.proposal(thread, 1)
 	e.click(uAlice, thread, p, ActionApprove)
@@ -67,7 +67,7 @@ func TestNoLinkPreviewsEver(t *testing.T) {
 
 func TestRunAckedInTimeWhilePostsAreRateLimited(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(touch("a"), touch("b"))
 	thread := e.startRun("first")
 	e.proposal(thread, 1)
 	// A global 429 on posts: discordgo then holds every call for 5 s, past Discord's 3 s.
@@ -225,7 +225,7 @@ func TestDecisionShownWhereTheRunContinues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+			e.Script(touch("a"), touch("b"))
 			thread := e.startRun("touch")
 			p := e.proposal(thread, 1)
 			if err := tc.close(e.fake, thread); err != nil {
@@ -303,7 +303,7 @@ func (r *recorder) OnMessage(ctx context.Context, in bots.Incoming) {
 func TestContractFieldsAndRedelivery(t *testing.T) {
 	rec := &recorder{}
 	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { rec.Handler = r; return rec }}})
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(touch("a"), touch("b"))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	agent := e.agentOf(thread)

@@ -67,7 +67,7 @@ func (e *env) roleProposal(thread, role string, step int) fakediscord.Message {
 // every platform is the team_stop scenario.)
 func TestTeamStopTakesNoFileOrTaskAndPingsNobody(t *testing.T) {
 	c := newChat(t)
-	c.Script(reply("bots_test_touch", map[string]string{"what": "page"}))
+	c.Script(touch("page"))
 	thread := c.StartTeam("build", "say hi")
 	c.roleProposal(thread, "programmer", 1)
 	runs, err := c.Eng.Teams(t.Context())

@@ -23,9 +23,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
-	wrap, held, handled := chattest.Held()
-	e := &env{Daemon: chattest.Daemon{Wrap: wrap, Commands: []string{chattest.EchoCommand}}}
-	e.WithTeams(t, map[string]string{})
+	e := &env{}
+	held, handled := e.ForScenarios(t)
 	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}, clicks: map[string][]string{}}
 }
 
@@ -164,6 +163,23 @@ func (c *slackChat) SayDirect(u chattest.User, text string) {
 	if c.dm == "" {
 		c.dm = ts
 	}
+}
+
+const unserved = "C999" // a channel the bot does not serve
+
+func (c *slackChat) MentionUnserved(u chattest.User, text string) {
+	c.slack.Mention(slackUsers[u], unserved, "", text)
+}
+
+// UnservedCalls is each Web API call naming the unserved channel.
+func (c *slackChat) UnservedCalls() []string {
+	var out []string
+	for _, call := range c.slack.Calls() {
+		if call.Form.Get("channel") == unserved {
+			out = append(out, call.Method)
+		}
+	}
+	return out
 }
 
 func (c *slackChat) DirectPosted() []string {

@@ -21,7 +21,7 @@ import (
 // ts it answers P1, so it decides nothing, P2 is not run, and its writer is told.
 func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(touch("a"), touch("b"))
 	thread := e.startRun("touch twice")
 	e.proposal(thread, 1)
 	p1 := e.agentOf(thread)
@@ -116,7 +116,7 @@ func TestThreadBroadcastIsAReply(t *testing.T) {
 // was written before the finish note. A message written after the note does.
 func TestLateTextAfterTheRunEndedStartsNothing(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"})) // then finish
+	e.Script(touch("a")) // then finish
 	thread := e.startRun("touch once")
 	e.proposal(thread, 1)
 	a := e.agentOf(thread)

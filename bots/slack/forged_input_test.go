@@ -67,10 +67,7 @@ func (c *slackChat) LiveMarkup() []string {
 // which nobody had seen, stays undecided.
 func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.Script(
-		reply("bots_test_touch", map[string]string{"what": "one"}),
-		reply("bots_test_touch", map[string]string{"what": "two"}),
-	)
+	e.Script(touch("one"), touch("two"))
 	thread := e.startRun("touch twice")
 	p1 := e.proposal(thread, 1)
 	e.slack.Drop()

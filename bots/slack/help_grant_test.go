@@ -14,8 +14,7 @@ import (
 // here the same write twice in a row would be the watchdog's repeat, which asks.)
 func TestHelpAndExactGrantInThread(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}),
-		reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(touch("x"), touch("y"), touch("x"))
 	thread := e.startRun("touch things")
 	p1 := e.proposal(thread, 1)
 	a := e.agentOf(thread)

@@ -42,7 +42,7 @@ func TestHelperDecidedInParentsThread(t *testing.T) {
 	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Commands: []string{commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent}}})
 	e.Script(
 		reply("start_agent", map[string]string{"name": "fetcher", "task": "fetches", "prompt": "touch the page"}),
-		reply("bots_test_touch", map[string]string{"what": "page"}),
+		touch("page"),
 		reply("finish", map[string]string{"reason": "touched the page"}))
 	thread := e.startRun("get the page via a helper")
 	start := e.proposal(thread, 1)
@@ -93,7 +93,7 @@ func TestRemovedParentClosesItsHelpersProposalInItsThread(t *testing.T) {
 	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Commands: []string{commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent}}})
 	e.Script(
 		reply("start_agent", map[string]string{"name": "fetcher", "task": "fetches", "prompt": "touch the page"}),
-		reply("bots_test_touch", map[string]string{"what": "page"}))
+		touch("page"))
 	thread := e.startRun("get the page via a helper")
 	e.click(approver, thread, e.proposal(thread, 1), "approve")
 	touch := e.labelledProposal(thread, "fetcher", 1)

@@ -168,7 +168,7 @@ func TestLongResultNothingSilentlyCut(t *testing.T) {
 func TestSlashRunAckedUnder429(t *testing.T) {
 	e := newEnv(t)
 	e.slack.RateLimitNext("chat.postMessage", 3)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(touch("x"))
 	env := e.slack.Slash(approver, channel, "/agent", "run touch x")
 	if got := e.answer(env); !strings.HasPrefix(got, "Started agent") {
 		t.Errorf("run = %q", got)
@@ -198,7 +198,7 @@ func TestSlashRunAckedUnder429(t *testing.T) {
 // thread still reads proposal, result, next proposal; the click was acked in time.
 func TestRateLimitedPostKeepsOrder(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
+	e.Script(touch("one"), touch("two"))
 	thread := e.startRun("touch two things")
 	p := e.proposal(thread, 1)
 	e.slack.RateLimitNext("chat.postMessage", 1)

@@ -14,7 +14,7 @@ import (
 func TestATypedDecisionCarriesTheDisplayName(t *testing.T) {
 	e := newEnv(t)
 	e.slack.SetUser(approver, "Ana Lima")
-	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
+	e.Script(touch("one"), touch("two"))
 	thread := e.startRun("touch two things")
 	for step := 1; step <= 2; step++ {
 		p := e.proposal(thread, step)

@@ -14,7 +14,7 @@ import (
 // second agent in the same thread.
 func TestRedeliveryAfterRestartAppliedOnce(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(touch("a"))
 	env, ts := e.slack.Mention(approver, channel, "", "touch once")
 	e.wait("the run's first note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, ts), "is on it") })
 	e.proposal(ts, 1)

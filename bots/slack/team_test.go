@@ -68,7 +68,7 @@ func TestTeamCommandRefusals(t *testing.T) {
 // is posted.
 func TestTeamFollowedAfterRestart(t *testing.T) {
 	e := newTeamEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}),
+	e.Script(touch("page"),
 		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
 	e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
 	thread := e.teamThread("build")

@@ -106,6 +106,10 @@ type Chat interface {
 	// the first one started); DirectPosted is each message the bot posted there.
 	SayDirect(u User, text string)
 	DirectPosted() []string
+	// MentionUnserved mentions the bot with text as u in a channel it does not serve;
+	// UnservedCalls is each call the bot made about that channel.
+	MentionUnserved(u User, text string)
+	UnservedCalls() []string
 	// Command runs the slash command /agent text as u and returns its answer.
 	Command(u User, text string) string
 	// Restart stops the bot and the daemon and starts them again on the same state.

@@ -4,8 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // hostileSpeak is what the agent says in mentionStartsARunApprovedByAClick: markup
@@ -103,4 +105,16 @@ func forgedButtonValuesDecideNothing(t *testing.T, c Chat) {
 	noDecisionHeld(c, thread, own.ProposalID)
 	c.Click(Approver, thread, p, bots.ActionApprove)
 	c.Decided(thread, p, c.Shown("Approved", Approver))
+}
+
+// A mention in a channel the bot does not serve gets nothing there: not after a run
+// mentioned later in a served channel is answered, nor a while after.
+func unservedChannelGetsNothing(t *testing.T, c Chat) {
+	c.Daemon().Script(Touch("x", speak))
+	c.MentionUnserved(Approver, "touch x")
+	c.Proposal(c.StartRun("touch x"), 1)
+	testutil.Hold(200*time.Millisecond, func() bool { return len(c.UnservedCalls()) == 0 })
+	if calls := c.UnservedCalls(); len(calls) != 0 {
+		t.Errorf("the bot answered in an unserved channel: %q", calls)
+	}
 }

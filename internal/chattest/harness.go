@@ -2,18 +2,23 @@ package chattest
 
 import (
 	"context"
+	"testing"
 
 	"github.com/agentd/agentd/bots"
 )
 
-// Held is a Daemon.Wrap for the scenario harnesses: a HoldingRelay (LateReply holds a
-// message back) before the relay, and a HandledRelay (edits are waited for) before that.
-func Held() (wrap func(bots.Handler) bots.Handler, held *HoldingRelay, handled *HandledRelay) {
+// ForScenarios readies d for the scenario harnesses: the echo command, the build team,
+// and before the relay a HoldingRelay (LateReply holds a message back) with a
+// HandledRelay (edits are waited for) before that.
+func (d *Daemon) ForScenarios(t testing.TB) (held *HoldingRelay, handled *HandledRelay) {
 	held, handled = &HoldingRelay{}, NewHandled()
-	return func(r bots.Handler) bots.Handler {
+	d.Commands = append(d.Commands, EchoCommand)
+	d.Wrap = func(r bots.Handler) bots.Handler {
 		held.Handler, handled.Handler = r, held
 		return handled
-	}, held, handled
+	}
+	d.WithTeams(t, map[string]string{})
+	return held, handled
 }
 
 // Start runs a bot (its Run) until the returned cancel, and closes ran when Run has

@@ -43,6 +43,7 @@ var Scenarios = []Scenario{
 	{"forged_button_values_decide_nothing", forgedButtonValuesDecideNothing},
 	{"dropped_connection_loses_nothing", droppedConnectionLosesNothing},
 	{"direct_message_run", directMessageRun},
+	{"unserved_channel_gets_nothing", unservedChannelGetsNothing},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
