@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -399,4 +400,18 @@ func TestDiffShowsSymlinkTargetsModesBinaryAndHardLinks(t *testing.T) {
 		}
 	}
 	testutil.Golden(t, "testdata/diff-hidden.txt", []byte(text))
+}
+
+// A store that captures a new folder each time (a preview's view under another
+// /proc/PID/root) keeps a bounded cache of the folders' latest checkpoints.
+func TestAStoreCapturingManyFoldersKeepsABoundedCacheOfTheirLatest(t *testing.T) {
+	s := openStore(t, Options{})
+	for i := range 3 * lastOfMax {
+		ws := t.TempDir()
+		writeFiles(t, ws, map[string]string{"a": strconv.Itoa(i)})
+		mustCheckpoint(t, s, ws)
+		if len(s.lastOf) > lastOfMax {
+			t.Fatalf("after %d folders the cache holds %d, want at most %d", i+1, len(s.lastOf), lastOfMax)
+		}
+	}
 }
