@@ -200,7 +200,8 @@ const cancelGrace = 2 * time.Second
 //
 // A command that ignores its context is abandoned when the timeout passes (its goroutine
 // runs on until it returns), so a stuck command fails the step instead of hanging the agent.
-// A command that writes the workspace waits while a bounded git runs in its tree (GitRun).
+// A command that writes the workspace waits while a bounded git runs in the tree it
+// writes (GitRun).
 func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limits) (string, error) {
 	if lim.Timeout <= 0 {
 		lim.Timeout = 60 * time.Second
@@ -220,7 +221,7 @@ func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limi
 	end := func() {}
 	if spec.Class == ClassWriteWorkspace && env.Workspace != "" {
 		var err error
-		if end, err = forWrite(ctx, spec.Name, env.Workspace); err != nil {
+		if end, err = forWrite(ctx, spec, env.Workspace, args); err != nil {
 			return "", err
 		}
 	}

@@ -19,10 +19,10 @@ func writeIn(ws, p string, timeout time.Duration) (string, error) {
 }
 
 // TestWritesWaitForABoundedGitInTheirTree: while a bounded git runs in a helper's
-// folder, a write there by the helper or its parent waits, and is refused, naming why,
-// when its time runs out first; one of a sibling, or the helper's under its parent's
-// git (which takes no repository of agents/), does not wait. A waiting write is made
-// once the git run ends.
+// folder, a write there by the helper or its parent (by the path, or through a link)
+// waits, and is refused, naming why, when its time runs out first; one of the parent's
+// own files, of a sibling, or the helper's under its parent's git (which takes no
+// repository of agents/), does not wait. A waiting write is made once the git run ends.
 func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 	ws := testutil.ResolvedTempDir(t)
 	helper, sibling := filepath.Join(ws, HelpersFolder, "h"), filepath.Join(ws, HelpersFolder, "s")
@@ -31,14 +31,18 @@ func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Symlink(filepath.Join(HelpersFolder, "h"), filepath.Join(ws, "tohelper")); err != nil {
+		t.Fatal(err)
+	}
 	end, err := GitRun(context.Background(), helper)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer end()
 	for name, w := range map[string]struct{ ws, path string }{
-		"parent_into_helper": {ws, "agents/h/parent.txt"},
-		"helper_itself":      {helper, "own.txt"},
+		"parent_into_helper":              {ws, "agents/h/parent.txt"},
+		"parent_through_a_link_to_helper": {ws, "tohelper/linked.txt"},
+		"helper_itself":                   {helper, "own.txt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := writeIn(w.ws, w.path, 100*time.Millisecond)
@@ -50,6 +54,11 @@ func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 			}
 		})
 	}
+	t.Run("parents_own_file", func(t *testing.T) {
+		if _, err := writeIn(ws, "notes.txt", time.Minute); err != nil {
+			t.Errorf("the parent's write of its own file waited for its helper's git: %v", err)
+		}
+	})
 	t.Run("sibling_and_helper_under_parents_git", func(t *testing.T) {
 		if _, err := writeIn(sibling, "free.txt", time.Minute); err != nil {
 			t.Errorf("a sibling's write waited for another helper's git: %v", err)
@@ -83,11 +92,52 @@ func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 	})
 }
 
+// TestAWaitingWriteGoesInWhileGitRunsTakeTurns: git runs in a helper's folder that
+// overlap one another (a new one starting before the last ends) do not keep a write there
+// out: once it waits, a new git run there waits for it, and it goes in as soon as the
+// runs under way end.
+func TestAWaitingWriteGoesInWhileGitRunsTakeTurns(t *testing.T) {
+	ws := testutil.ResolvedTempDir(t)
+	helper := filepath.Join(ws, HelpersFolder, "h")
+	if err := os.MkdirAll(helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	last, err := GitRun(context.Background(), helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, relayDone := make(chan struct{}), make(chan struct{})
+	go func() { // each run ends only once the next has started, or given up waiting
+		defer close(relayDone)
+		for {
+			select {
+			case <-stop:
+				last()
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			next, err := GitRun(ctx, helper)
+			cancel()
+			last()
+			if last = func() {}; err == nil {
+				last = next
+			}
+		}
+	}()
+	_, err = writeIn(ws, "agents/h/notes.txt", 10*time.Second)
+	close(stop)
+	<-relayDone
+	if err != nil {
+		t.Fatalf("git runs taking turns kept the write out: %v", err)
+	}
+}
+
 // TestGitRunWaitsForAWriteUnderWay: a git run starts only once a write in its tree ends,
 // so what it finds of its repositories before it starts stays true.
 func TestGitRunWaitsForAWriteUnderWay(t *testing.T) {
 	ws := testutil.ResolvedTempDir(t)
-	end, err := forWrite(context.Background(), "write_file", ws)
+	end, err := WriteHold(context.Background(), ws, true)
 	if err != nil {
 		t.Fatal(err)
 	}

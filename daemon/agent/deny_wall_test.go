@@ -1,17 +1,20 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // denyWallHarness is a harness with checkpoints and execute_shell in a real sandbox,
@@ -79,6 +82,44 @@ func TestShellStepCreatingAFileAWildcardRuleDeniesIsPutBack(t *testing.T) {
 		if !strings.Contains(ep.Result, want) {
 			t.Errorf("the step's result does not say %q:\n%s", want, ep.Result)
 		}
+	}
+}
+
+// The wall leaves the helpers' folder alone: what a helper writes in its own workspace
+// during its parent's step, at a path the parent's rules deny, is the helper's to keep
+// (it owns that workspace, and may be running git there), and the parent's own denied
+// write is put back without waiting for the helper's git to end.
+func TestPutBackLeavesTheHelpersFolderAlone(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(*.toml)"}, map[string]string{"agents/h/README": "helper's\n"},
+		"touch started; while [ ! -e go ]; do sleep 0.05; done; echo EVIL > app.toml; echo ok > notes.txt")
+	helper := filepath.Join(a.Workspace, commands.HelpersFolder, "h")
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, "the step to start", func() bool {
+		_, err := os.Stat(filepath.Join(a.Workspace, "started"))
+		return err == nil
+	})
+	if err := os.WriteFile(filepath.Join(helper, "Cargo.toml"), []byte("[package]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	end, err := commands.GitRun(context.Background(), helper) // the helper's bounded run, past the step's end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end()
+	if err := os.WriteFile(filepath.Join(a.Workspace, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "finish proposed", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	eps := h.history(a.ID)
+	result := eps[len(eps)-1].Result
+	wantPutBack(t, a.Workspace, "app.toml")
+	if b, err := os.ReadFile(filepath.Join(helper, "Cargo.toml")); err != nil || string(b) != "[package]\n" {
+		t.Errorf("the helper's agents/h/Cargo.toml after its parent's step: %q, %v; want it kept\n%s", b, err, result)
+	}
+	if strings.Contains(result, "agents/") {
+		t.Errorf("the parent's step's result speaks of its helpers' folder:\n%s", result)
 	}
 }
 

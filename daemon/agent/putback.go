@@ -22,7 +22,8 @@ import (
 // the start did not capture what a path held, a put back failed — is said in the result
 // and t.unchecked, and the agent pauses for a person (checkpoints.ended). t then holds
 // the workspace as left, the step's change without what was put back, and the line its
-// result gets.
+// result gets. The helpers' folder is none of the wall's business, neither checked nor
+// put back: each helper owns its workspace there, and may be writing it meanwhile.
 func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands.PathRules, rulesErr error, before checkpoint.ID, t *takenAhead) {
 	if rules == nil && rulesErr == nil {
 		return
@@ -38,7 +39,7 @@ func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands
 	var denied []checkpoint.DeniedWrite
 	var moved []string
 	if rulesErr == nil {
-		denied, moved, rulesErr = t.diff.Denied(ctx, ws, rules)
+		denied, moved, rulesErr = t.diff.Denied(ctx, ws, rules, commands.HelpersFolder)
 	}
 	var r *checkpoint.Restored
 	var err error
@@ -46,7 +47,7 @@ func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands
 	switch {
 	case rulesErr != nil:
 		what = "the step's whole change was put back, as it could not be checked against the write-deny rules: " + rulesErr.Error()
-		r, err = s.RestoreFrom(ctx, ws, t.info.ID, before)
+		r, err = s.RestoreFrom(ctx, ws, t.info.ID, before, commands.HelpersFolder)
 	default:
 		paths, lines := moved, make([]string, 0, len(denied)+len(moved))
 		var unknown []string
@@ -69,7 +70,7 @@ func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands
 			return
 		}
 		what = "put back " + strings.Join(lines, "; put back ")
-		r, err = s.PutBack(ctx, ws, before, t.info.ID, paths)
+		r, err = s.PutBack(ctx, ws, before, t.info.ID, paths, commands.HelpersFolder)
 	}
 	if err == nil {
 		t.info, err = s.Get(ctx, r.To)

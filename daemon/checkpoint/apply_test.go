@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/commands"
 )
 
 // A change worked out on a copy (restored there from the workspace's checkpoint) lands
@@ -159,6 +162,49 @@ func TestRestoreFromLeavesTheSkippedFoldersAlone(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "two\n" {
 		t.Errorf("a.txt = %q: the change was not applied", b)
+	}
+}
+
+// A restore is the daemon's write into a workspace, so it waits while git runs in the
+// tree it writes: a whole restore for a helper's git beneath it, and is refused, having
+// changed nothing, when its time runs out first. One that leaves the helpers' folder out
+// does not wait for a helper's git, but does for the workspace's own.
+func TestRestoreWaitsWhileGitRunsInTheTreeItWrites(t *testing.T) {
+	s, ws := storeWithFiles(t, map[string]string{"a.txt": "one\n", "agents/h/work.txt": "v1\n"})
+	from := mustCheckpoint(t, s, ws)
+	writeFiles(t, ws, map[string]string{"a.txt": "two\n"})
+	to := mustCheckpoint(t, s, ws)
+	refused := func(what string, restore func(ctx context.Context) error) {
+		t.Helper()
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		if err := restore(short); err == nil || !strings.Contains(err.Error(), "git ran") {
+			t.Errorf("%s while git ran: %v; want it refused for the git run", what, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "two\n" {
+			t.Errorf("%s wrote a.txt (%q) while git ran", what, b)
+		}
+	}
+	endHelper, err := commands.GitRun(ctx, filepath.Join(ws, "agents", "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("a whole restore", func(ctx context.Context) error { _, err := s.Restore(ctx, ws, from.ID); return err })
+	endOwn, err := commands.GitRun(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("a put back without agents/", func(ctx context.Context) error {
+		_, err := s.PutBack(ctx, ws, from.ID, to.ID, []string{"a.txt"}, "agents")
+		return err
+	})
+	endOwn()
+	if _, err := s.PutBack(ctx, ws, from.ID, to.ID, []string{"a.txt"}, "agents"); err != nil {
+		t.Fatalf("a put back without agents/ during a helper's git run: %v", err)
+	}
+	endHelper()
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "one\n" {
+		t.Errorf("a.txt after the put back: %q", b)
 	}
 }
 

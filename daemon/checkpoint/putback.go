@@ -119,8 +119,9 @@ func atOrUnder(p, dir string) bool {
 // changed), and a path whose state at d's start is not known is marked Unknown (it
 // cannot be put back). Moved are the paths a file moved onto a denied path came from (the same
 // content and inode there before, nothing there after): a put back of the denied paths
-// alone would lose the file, so they are put back too.
-func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) (denied []DeniedWrite, moved []string, err error) {
+// alone would lose the file, so they are put back too. The names skip in the top
+// folder are left out, as by PutBack.
+func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules, skip ...string) (denied []DeniedWrite, moved []string, err error) {
 	if rules == nil {
 		return nil, nil, nil
 	}
@@ -137,13 +138,16 @@ func (d *Diff) Denied(ctx context.Context, ws string, rules commands.PathRules) 
 	if err != nil {
 		return nil, nil, err
 	}
+	for i := range t { // what is left out is neither denied nor where a file moved from
+		t[i] = slices.DeleteFunc(slices.Clone(t[i]), func(e entry) bool { return slices.Contains(skip, e.name) })
+	}
 	var under []string // nil: the whole workspace
 	if !slices.Contains(rules.WriteRoots(), ".") {
 		roots, aliases := writeRoots(ws, rules)
 		under = append(roots, slices.Collect(maps.Keys(aliases))...)
 	}
 	all := d
-	if d.Omitted > 0 {
+	if d.Omitted > 0 || len(skip) > 0 {
 		df := &differ{s: s, d: &Diff{}, every: true, under: under}
 		if err := df.trees(t[0], t[1]); err != nil {
 			return nil, nil, err
@@ -324,8 +328,8 @@ func (g grafter) vanished(then, now tree, ids map[fileID]bool, path []byte, out 
 // from after to it as RestoreFrom does: path by path, crash-safe through the journal,
 // and only to a workspace still exactly at after, else a *ChangedError. A path absent
 // from before is removed; its folders missing from after are made again, holding only
-// what is put back.
-func (s *Store) PutBack(ctx context.Context, ws string, before, after ID, paths []string) (*Restored, error) {
+// what is put back. The names skip in the top folder are left out, as by RestoreFrom.
+func (s *Store) PutBack(ctx context.Context, ws string, before, after ID, paths []string, skip ...string) (*Restored, error) {
 	err := s.begin(ctx)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -362,7 +366,7 @@ func (s *Store) PutBack(ctx context.Context, ws string, before, after ID, paths 
 	if err := s.writeRecord(info); err != nil {
 		return nil, err
 	}
-	return s.restore(ctx, ws, info.ID, &delta{from: after, root: a.root})
+	return s.restore(ctx, ws, info.ID, &delta{from: after, root: a.root, skip: skip})
 }
 
 // grafter makes the tree PutBack restores to, writing the folder trees it changes.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -71,6 +72,13 @@ func (s *Store) restore(ctx context.Context, ws string, to ID, ch *delta) (*Rest
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
+	// The daemon's write waits, as an agent's command does, while git reads the
+	// repositories it would write: those of the helpers' folder too, unless left out.
+	end, err := commands.WriteHold(ctx, abs, ch == nil || !slices.Contains(ch.skip, commands.HelpersFolder))
+	if err != nil {
+		return nil, fmt.Errorf("restore: nothing was changed, as git ran in the workspace until it had to give up: %w", err)
+	}
+	defer end()
 	// It always walks: the stale check and what the restore keeps as already right must
 	// see the workspace as it is, which the inotify fast path cannot promise (watch.go).
 	before, err := s.checkpoint(ctx, abs, to, true)

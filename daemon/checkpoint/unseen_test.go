@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -178,5 +179,30 @@ func TestDeniedWriteInAFolderTheDaemonCannotListIsTakenAsDenied(t *testing.T) {
 	}
 	if !strings.Contains(denied[0].String(), "cannot be opened: permission denied") {
 		t.Errorf("the denied write says %q, not why the folder was not captured", denied[0])
+	}
+}
+
+// The names skipped in the top folder (a parent's wall skips the helpers' folder, which
+// the helpers own) are left out: a file moved from there onto a denied path is denied
+// where it landed, but not put back where it came from.
+func TestDeniedLeavesOutTheNamesSkipped(t *testing.T) {
+	ws := t.TempDir()
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"agents/h/x.toml": "helper's\n", "keep": "k"})
+	before := mustCheckpoint(t, s, ws)
+	if err := os.Rename(filepath.Join(ws, "agents/h/x.toml"), filepath.Join(ws, "app.toml")); err != nil {
+		t.Fatal(err)
+	}
+	after := mustCheckpoint(t, s, ws)
+	d, err := s.Diff(ctx, before.ID, after.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied, moved, err := d.Denied(ctx, ws, denyRules(t, "write_file(*.toml)"), commands.HelpersFolder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pathsOf(denied); !slices.Equal(got, []string{"app.toml"}) || len(moved) > 0 {
+		t.Errorf("denied %q, moved %q; want app.toml denied and nothing in agents/ to put back", got, moved)
 	}
 }
