@@ -1,6 +1,7 @@
 package agentprotocol
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,10 +56,7 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 	if err := localapi.DecodeBody(w, r, &req, true); err != nil {
 		return err
 	}
-	input := ""
-	if req.Input != nil {
-		input = strings.TrimSpace(*req.Input)
-	}
+	input := strings.TrimSpace(*cmp.Or(req.Input, new(string)))
 	kind, count, wantStep, err := stepOptions(req.AdditionalInput, input)
 	if err != nil {
 		return err

@@ -325,9 +325,7 @@ func (t *transition) executed() bool {
 		if !act || p != Started {
 			return false
 		}
-		if t.ev.Writes {
-			t.effect(RecordChange) // what it changed is not known: recorded so
-		}
+		t.recordChange() // what it changed is not known: recorded so
 		t.proposal(Interrupted, false)
 		t.agent(AwaitingDecision)
 		return true
@@ -347,9 +345,7 @@ func (t *transition) executed() bool {
 		if p != None {
 			return false
 		}
-		if t.ev.Writes {
-			t.effect(RecordChange) // first: the episode tells the change
-		}
+		t.recordChange() // first: the episode tells the change
 		t.effect(RecordEpisode)
 		t.lateEnd(a, act)
 		return true
@@ -362,6 +358,13 @@ func (t *transition) executed() bool {
 
 // ended handles the end of a started proposal: its result, a restart that found it
 // started, or its withdrawal.
+// recordChange records the change of a step that may have written.
+func (t *transition) recordChange() {
+	if t.ev.Writes {
+		t.effect(RecordChange)
+	}
+}
+
 func (t *transition) ended(a AgentState, act bool) bool {
 	switch t.ev.Kind {
 	case Answer:
@@ -378,9 +381,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		if t.ev.Kind == Fail {
 			status = ProposalFail
 		}
-		if t.ev.Writes {
-			t.effect(RecordChange) // first: the episode tells the change
-		}
+		t.recordChange() // first: the episode tells the change
 		t.proposal(status, true)
 		t.effect(RecordEpisode)
 		t.mark()
@@ -398,9 +399,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			t.endRun(api.RunFinished)
 		}
 	case Recovered, RecoveredIdempotent:
-		if t.ev.Writes {
-			t.effect(RecordChange) // what it changed before the restart is not known: recorded so
-		}
+		t.recordChange() // what it changed before the restart is not known: recorded so
 		switch {
 		case !act: // its run was stopped or replaced while it ran: record it, ask no one
 			t.proposal(ProposalFail, true)
@@ -421,9 +420,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			}
 		}
 	case RecoveredLate:
-		if t.ev.Writes {
-			t.effect(RecordChange)
-		}
+		t.recordChange()
 		t.proposal(ProposalFail, true)
 		t.ev.Unchecked = t.ev.Writes // no end checkpoint: what it wrote was never checked
 		t.lateEnd(a, act)
