@@ -89,7 +89,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (I
 	}
 	if latest != nil && c.root == latest.root {
 		c.discard()
-		s.noteLast(ws, latest.ID)
+		noteLast(s.lastOf, ws, latest.ID)
 		s.watch.end(latest.ID, c.manyNames)
 		return *latest, nil
 	}
@@ -97,19 +97,20 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (I
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
 	}
-	s.noteLast(ws, info.ID)
+	noteLast(s.lastOf, ws, info.ID)
 	s.watch.end(info.ID, c.manyNames)
 	return info, nil
 }
 
-// noteLast keeps id as the latest checkpoint of ws. The map is a cache of a few folders
-// (a workspace and its preview's view); a folder whose path changes each time (a view
-// under /proc/PID/root) would grow it without end, so past lastOfMax it starts afresh.
-func (s *Store) noteLast(ws string, id ID) {
-	if _, ok := s.lastOf[ws]; !ok && len(s.lastOf) >= lastOfMax {
-		clear(s.lastOf)
+// noteLast keeps id as the latest checkpoint of ws in last (Store.lastOf). The map is a
+// cache of a few folders (a workspace and its preview's view); a folder whose path
+// changes each time (a view under /proc/PID/root) would grow it without end, so past
+// lastOfMax it starts afresh.
+func noteLast(last map[string]ID, ws string, id ID) {
+	if _, ok := last[ws]; !ok && len(last) >= lastOfMax {
+		clear(last)
 	}
-	s.lastOf[ws] = id
+	last[ws] = id
 }
 
 // lastOfMax bounds Store.lastOf.
