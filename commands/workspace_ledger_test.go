@@ -20,16 +20,7 @@ import (
 // are freed when the test ends.
 func parkInSocket(t *testing.T, dir string, size int64) {
 	t.Helper()
-	fd := heldDeleted(t, dir, size)
-	defer unix.Close(fd)
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(pair[0]); unix.Close(pair[1]) })
-	if err := unix.Sendmsg(pair[0], []byte("x"), unix.UnixRights(fd), nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	parkedInSocket(t, dir, size)
 }
 
 // parking is the evidence of a command whose programs park descriptors in a socket's
