@@ -16,7 +16,6 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -35,7 +34,7 @@ func pausedByBudget(h *harness, id string) *api.Agent {
 }
 
 func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 2} })
+	h := newHarness(t, func(o *Options) { o.MaxSteps = 2 })
 	listForever(h)
 	a := autoAgent(h, 10)
 	got := pausedByBudget(h, a.ID)
@@ -82,7 +81,7 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 
 func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
-		o.AgentBudget = run.Budget{MaxTokens: 1 << 40}
+		o.MaxTokens = 1 << 40
 		o.Agents = map[string]config.AgentOverride{"tester": {MaxTokens: new(int64(1))}}
 	})
 	listForever(h)
@@ -107,7 +106,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 }
 
 func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxWall: 50 * time.Millisecond} })
+	h := newHarness(t, func(o *Options) { o.MaxTime = config.Duration{Duration: 50 * time.Millisecond} })
 	listForever(h)
 	h.fake.SetDelay(time.Minute) // the first step thinks longer than the whole budget
 	a := autoAgent(h, 10)
@@ -224,7 +223,7 @@ func TestAgentTimeBudgetCutsALongCommand(t *testing.T) {
 // TestTaskOverAgentBudgetRefused: a task for an agent whose own budget is used up is
 // refused at once, naming the budget, instead of starting a run that pauses at once.
 func TestTaskOverAgentBudgetRefused(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 1} })
+	h := newHarness(t, func(o *Options) { o.MaxSteps = 1 })
 	listForever(h)
 	ctx := context.Background()
 	a := autoAgent(h, 10)
@@ -269,7 +268,7 @@ for _ in range(2100):
 // next step, saying why and the fix, stays paused while that holds, and resumes once a
 // person removed them.
 func TestAgentWhoseWorkspaceCannotBeMeasuredPauses(t *testing.T) {
-	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 64 << 20} })
+	h := newHarness(t, withShell(t), func(o *Options) { o.MaxDisk = config.Size(64 << 20) })
 	h.fake.Script(shellReply(nestDeep("echo nested")))
 	listForever(h)
 	a := autoAgent(h, 10)
@@ -301,7 +300,7 @@ func TestCommandCutWhenItsWorkspaceCannotBeMeasured(t *testing.T) {
 	// The folders take 8.2 MiB, under the budget, so that a walk while they are made
 	// does not cut for the size; the file written after them takes the file system past
 	// it, and the walk that follows cannot count them.
-	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 12 << 20} })
+	h := newHarness(t, withShell(t), func(o *Options) { o.MaxDisk = config.Size(12 << 20) })
 	h.fake.Script(shellReply(nestDeep("head -c 16777216 /dev/zero > big; sleep 120 && echo finished")))
 	listForever(h)
 	a := autoAgent(h, 10)

@@ -14,7 +14,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
-	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -79,7 +79,7 @@ func TestAStaleReaskShowsNoOldDiffAndSaysWhyNothingIsApplied(t *testing.T) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-		o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+		o.MaxDisk = config.Size(2 << 20)
 	})
 	ln := `if [ -e person.txt ]; then head -c 8388608 /dev/zero > big.bin; else echo harmless > a.txt; fi`
 	h.fake.Script(reply("execute_shell", map[string]string{"command_line": ln}), reply("finish", map[string]string{"reason": "done"}))

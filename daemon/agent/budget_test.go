@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
@@ -344,7 +345,7 @@ func exhaustedEvent(t *testing.T, events <-chan api.Event, agentID string, typ a
 // TestAgentBudgetPauseEvent: the state event of an agent its own budget paused says
 // which budget and its bound, so a front end can show "paused: over its token budget".
 func TestAgentBudgetPauseEvent(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxTokens: 1, MaxWall: time.Hour} })
+	h := newHarness(t, func(o *Options) { o.MaxTokens, o.MaxTime = 1, config.Duration{Duration: time.Hour} })
 	listForever(h)
 	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
 	if err != nil {
@@ -366,7 +367,7 @@ func TestAgentBudgetPauseEvent(t *testing.T) {
 // TestRunBudgetEndEvents: the state and finish events of a run its budget ended name
 // the run's budget, not the agent's.
 func TestRunBudgetEndEvents(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 100} })
+	h := newHarness(t, func(o *Options) { o.MaxSteps = 100 })
 	listForever(h)
 	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
 	if err != nil {
@@ -407,7 +408,7 @@ func shellReply(line string) string {
 // An agent whose workspace outgrows its disk budget pauses before its next step, saying
 // how much it takes, its budget and the fix; emptied by a person, it resumes.
 func TestAgentOverItsDiskBudgetPauses(t *testing.T) {
-	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 256 << 10} })
+	h := newHarness(t, withShell(t), func(o *Options) { o.MaxDisk = config.Size(256 << 10) })
 	h.fake.Script(shellReply("head -c 1048576 /dev/zero > big"))
 	listForever(h)
 	a := autoAgent(h, 10)
@@ -438,7 +439,7 @@ func TestAgentOverItsDiskBudgetPauses(t *testing.T) {
 // A command that takes the workspace over the disk budget while it runs is cut then,
 // not when it ends, and its result says why.
 func TestCommandCutWhenItsWorkspaceOutgrowsTheDiskBudget(t *testing.T) {
-	h := newHarness(t, withShell(t), func(o *Options) { o.AgentBudget = run.Budget{MaxDisk: 2 << 20} })
+	h := newHarness(t, withShell(t), func(o *Options) { o.MaxDisk = config.Size(2 << 20) })
 	// A megabyte every fifth of a second for 30 s, unless it is cut.
 	h.fake.Script(shellReply("for i in $(seq 150); do head -c 1048576 /dev/zero > f$i; sleep 0.2; done; echo finished"))
 	listForever(h)

@@ -31,7 +31,7 @@ import (
 // goroutine).
 type budgets struct {
 	st        *store.Store
-	base      run.Budget                      // Options.AgentBudget
+	base      run.Budget                      // [agent]'s, as the supervisor started
 	overrides map[string]config.AgentOverride // Options.Agents
 	timeUp    func(runID string)              // a run's wall-time budget is spent (runs.timeUp)
 	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
@@ -151,7 +151,7 @@ const agentBudgetReason = "agent budget exhausted: "
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
 func (s *budgets) agentBudget(a *store.Agent) run.Budget {
 	b := s.base
-	if ob, ok := overrideBudget(s.base, s.overrides[a.Name]); ok {
+	if ob, ok := s.overrides[a.Name].Budget(s.base); ok {
 		b = ob
 	}
 	return b.With(a.Budget.MaxSteps, a.Budget.MaxTokens, a.Budget.MaxBusy, a.Budget.MaxDisk)

@@ -10,7 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
-	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -43,7 +43,7 @@ func cutAtTwoMiB(t *testing.T, noPreview bool, line, want string) {
 		sh := realShellWith(t, shell.Options{})
 		h := newHarness(t, func(o *Options) {
 			o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
-			o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+			o.MaxDisk = config.Size(2 << 20)
 			o.EffectPreview = !noPreview
 		})
 		h.fake.Script(shellReply(line))
@@ -79,7 +79,7 @@ func TestTwoAgentsWritingWithinTheirDiskBudgetsAtOnceAreNotCut(t *testing.T) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, withCheckpoints, func(o *Options) {
 		o.Components = append(o.Components, commands.CommandList{ID: "shell", Cmds: commands.Set{sh}})
-		o.AgentBudget = run.Budget{MaxDisk: 64 << 20}
+		o.MaxDisk = config.Size(64 << 20)
 		o.EffectPreview = false
 	})
 	// 48 MiB each, of a 64 MiB budget: what the other wrote and checkpointed is 96 MiB.

@@ -14,7 +14,6 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -166,7 +165,7 @@ func TestRunAheadPastTheDiskBudgetGetsNoPreview(t *testing.T) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-		o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+		o.MaxDisk = config.Size(2 << 20)
 	})
 	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "head -c 8388608 /dev/zero > big.bin; sleep 60"}))
 	a := h.create(api.CreateAgentRequest{})

@@ -13,7 +13,6 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -250,7 +249,9 @@ func withDefaultDirectives(o *Options) {
 
 func testOptions(mod ...func(*Options)) Options {
 	o := OptionsOf(config.Default())
-	o.Constraints, o.Resources, o.BestPractices, o.AgentBudget = nil, nil, nil, run.Budget{}
+	o.Constraints, o.Resources, o.BestPractices = nil, nil, nil
+	// No agent budget: the tests that bound agents set their own.
+	o.MaxSteps, o.MaxTokens, o.MaxTime, o.MaxDisk = 0, 0, config.Duration{}, 0
 	o.Checkpoints.On = false // checkpoints_test.go turns them on
 	for _, m := range mod {
 		m(&o)

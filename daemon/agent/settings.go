@@ -50,9 +50,6 @@ type Options struct {
 	// OnAgentRemoved, if set, is told of every agent removed (its helpers included), once
 	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
 	OnAgentRemoved func(id string)
-	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
-	// its [agents.NAME] table or `agentctl budget` say otherwise; zero bounds nothing.
-	AgentBudget run.Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
 	// Checkpoints configure the workspace checkpoints; the zero value takes none.
@@ -103,40 +100,18 @@ type Settings struct {
 	Agents map[string]config.AgentOverride
 }
 
-// OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'
-// bounds and each agent's budget. The server adds the parts it built; a test that builds a
-// supervisor starts from OptionsOf(config.Default()), so every default is the config's and
-// the supervisor keeps none of its own.
+// OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), whose
+// AgentConfig.Budget bounds each agent over all its runs, and the checkpoints. The server
+// adds the parts it built; a test that builds a supervisor starts from
+// OptionsOf(config.Default()), so every default is the config's and the supervisor keeps
+// none of its own.
 func OptionsOf(cfg *config.Config) Options {
-	return Options{Settings: SettingsOf(cfg), AgentBudget: agentBudgetOf(cfg), Checkpoints: checkpointOptionsOf(cfg)}
+	return Options{Settings: SettingsOf(cfg), Checkpoints: checkpointOptionsOf(cfg)}
 }
 
 // SettingsOf is the reloadable part of cfg, at start (OptionsOf) and on each reload.
 func SettingsOf(cfg *config.Config) Settings {
 	return Settings{OllamaConfig: cfg.Ollama, AgentConfig: cfg.Agent, PermissionsConfig: cfg.Permissions, Agents: cfg.Agents}
-}
-
-// agentBudgetOf is [agent]'s budget over each agent's runs.
-func agentBudgetOf(cfg *config.Config) run.Budget {
-	return run.Budget{MaxSteps: cfg.Agent.MaxSteps, MaxTokens: cfg.Agent.MaxTokens, MaxWall: cfg.Agent.MaxTime.Duration,
-		MaxDisk: int64(cfg.Agent.MaxDisk)}
-}
-
-// overrideBudget is an [agents.NAME] table's budget: base with the fields it sets
-// replaced, or false when it sets none.
-func overrideBudget(base run.Budget, o config.AgentOverride) (run.Budget, bool) {
-	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil && o.MaxDisk == nil {
-		return run.Budget{}, false
-	}
-	var wall *time.Duration
-	var disk *int64
-	if o.MaxTime != nil {
-		wall = &o.MaxTime.Duration
-	}
-	if o.MaxDisk != nil {
-		disk = new(int64(*o.MaxDisk))
-	}
-	return base.With(o.MaxSteps, o.MaxTokens, wall, disk), true
 }
 
 // watchdogConfig is [agent]'s loop thresholds; zero fields take the watchdog's defaults.

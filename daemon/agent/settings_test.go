@@ -207,11 +207,12 @@ func TestAgentTableBudgetReplacesOnlyTheFieldsItSets(t *testing.T) {
 	cfg.Agent.MaxSteps, cfg.Agent.MaxTokens = 30, 1000
 	cfg.Agents = map[string]config.AgentOverride{"poller": {MaxSteps: new(5)}, "plain": {Allow: []string{"read_file(*)"}}}
 	opt := OptionsOf(cfg)
-	b := &budgets{base: opt.AgentBudget, overrides: opt.Agents}
+	base := opt.AgentConfig.Budget()
+	b := &budgets{base: base, overrides: opt.Agents}
 	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "poller"}}); got.MaxSteps != 5 || got.MaxTokens != 1000 {
 		t.Errorf("poller's budget = %+v, want 5 steps and [agent]'s 1000 tokens", got)
 	}
-	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "plain"}}); got != opt.AgentBudget {
-		t.Errorf("plain's budget = %+v, want [agent]'s %+v", got, opt.AgentBudget)
+	if got := b.agentBudget(&store.Agent{Agent: api.Agent{Name: "plain"}}); got != base {
+		t.Errorf("plain's budget = %+v, want [agent]'s %+v", got, base)
 	}
 }

@@ -142,7 +142,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.batchRuns = &batchRuns{}
 	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, checkpoints: s.checkpoints,
 		events: s.events, batchRuns: s.batchRuns, maxDepth: opt.MaxHelperDepth, maxHelpers: opt.MaxHelpers, kick: s.kick}
-	s.budgets = &budgets{st: s.st, base: opt.AgentBudget, overrides: opt.Agents, byRun: map[string]*runBudget{}}
+	s.budgets = &budgets{st: s.st, base: opt.AgentConfig.Budget(), overrides: opt.Agents, byRun: map[string]*runBudget{}}
 	s.runs = &runs{
 		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
 		budgets: s.budgets, batchRuns: s.batchRuns, helpers: s.helpers, memory: s.memoryService,

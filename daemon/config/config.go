@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/internal/display"
 )
 
@@ -359,6 +360,24 @@ func Default() *Config {
 // Directives returns the base directives every agent gets.
 func (a *AgentConfig) Directives() api.Directives {
 	return api.Directives{Constraints: a.Constraints, Resources: a.Resources, BestPractices: a.BestPractices}
+}
+
+// Budget is [agent]'s budget over each agent's runs.
+func (a *AgentConfig) Budget() run.Budget {
+	return run.Budget{MaxSteps: a.MaxSteps, MaxTokens: a.MaxTokens, MaxWall: a.MaxTime.Duration, MaxDisk: int64(a.MaxDisk)}
+}
+
+// Budget is the table's budget over base ([agent]'s): base with the fields it sets
+// replaced, or false when it sets none.
+func (o AgentOverride) Budget(base run.Budget) (run.Budget, bool) {
+	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil && o.MaxDisk == nil {
+		return run.Budget{}, false
+	}
+	var disk *int64
+	if o.MaxDisk != nil {
+		disk = new(int64(*o.MaxDisk))
+	}
+	return base.With(o.MaxSteps, o.MaxTokens, o.MaxTime.Ptr(), disk), true
 }
 
 // WorkspaceRoot returns the directory that holds the agents' workspaces.

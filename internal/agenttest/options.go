@@ -9,7 +9,6 @@ import (
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -35,7 +34,9 @@ func Options(t testing.TB, st *store.Store, dir, modelURL, model string, command
 		t.Fatal(err)
 	}
 	opt := agent.OptionsOf(config.Default())
-	opt.Constraints, opt.Resources, opt.BestPractices, opt.AgentBudget = nil, nil, nil, run.Budget{}
+	opt.Constraints, opt.Resources, opt.BestPractices = nil, nil, nil
+	// No agent budget: the tests that bound agents set their own.
+	opt.MaxSteps, opt.MaxTokens, opt.MaxTime, opt.MaxDisk = 0, 0, config.Duration{}, 0
 	opt.Model, opt.Commands = model, commands
 	opt.Store, opt.LLM, opt.StateDir = st, lc, dir
 	opt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
