@@ -114,7 +114,7 @@ func SettingsOf(cfg *config.Config) Settings {
 	return Settings{OllamaConfig: cfg.Ollama, AgentConfig: cfg.Agent, PermissionsConfig: cfg.Permissions, Agents: cfg.Agents}
 }
 
-// watchdogConfig is [agent]'s loop thresholds; zero fields take the watchdog's defaults.
+// watchdogConfig is [agent]'s loop thresholds.
 func (s Settings) watchdogConfig() watchdog.Config {
 	return watchdog.Config{Failures: s.WatchdogFailures, IdleSteps: s.WatchdogIdleSteps}
 }

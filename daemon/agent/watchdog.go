@@ -185,5 +185,5 @@ func (l *live) watchdogFor(name string) watchdog.Config {
 			cfg.IdleSteps = *o.WatchdogIdleSteps
 		}
 	}
-	return cfg.WithDefaults()
+	return cfg
 }

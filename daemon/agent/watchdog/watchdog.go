@@ -50,36 +50,19 @@ const MaxPeriod = 4
 // undoWindow is how many steps back Check looks for a file put back.
 const undoWindow = 16
 
-// Config holds the thresholds; a zero field takes its default.
+// Config holds the thresholds, both set: daemon/config's [agent] gives them (its
+// watchdog_failures and watchdog_idle_steps), and their defaults.
 type Config struct {
 	// Failures: the same command failing with the same class of error this many times
-	// in a row is a loop (default 3).
+	// in a row is a loop.
 	Failures int
 	// IdleSteps: this many steps in a row with no successful command that changed
-	// anything or learned anything new is a loop (default 8).
+	// anything or learned anything new is a loop.
 	IdleSteps int
-}
-
-// Defaults of Config.
-const (
-	DefaultFailures  = 3
-	DefaultIdleSteps = 8
-)
-
-// WithDefaults fills the zero fields.
-func (c Config) WithDefaults() Config {
-	if c.Failures <= 0 {
-		c.Failures = DefaultFailures
-	}
-	if c.IdleSteps <= 0 {
-		c.IdleSteps = DefaultIdleSteps
-	}
-	return c
 }
 
 // Window is how many of the run's latest steps Check needs to see.
 func (c Config) Window() int {
-	c = c.WithDefaults()
 	return max(2*MaxPeriod, c.Failures, c.IdleSteps, undoWindow) + 1
 }
 
@@ -144,7 +127,6 @@ func stepsText(steps []int) string {
 // run's executed steps oldest first (the last cfg.Window() are enough). ask_user is
 // never a loop: asking a person is the way out of one; finish can only repeat.
 func Check(cfg Config, history []Step, next Step) Verdict {
-	cfg = cfg.WithDefaults()
 	if next.Command == commands.AskUser {
 		return Verdict{}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/config"
 )
 
 // call is one step of a scripted run: what the model proposed and how it went.
@@ -23,6 +24,12 @@ var classes = map[string]commands.Class{
 	"execute_shell": commands.ClassExecute, "read_webpage": commands.ClassNetwork,
 	"ask_user": commands.ClassMessage, "finish": commands.ClassMessage,
 }
+
+// defaults are the thresholds the daemon passes unless its config changes them.
+var defaults = func() Config {
+	a := config.Default().Agent
+	return Config{Failures: a.WatchdogFailures, IdleSteps: a.WatchdogIdleSteps}
+}()
 
 // firstCatch runs Check before each step, as the supervisor does when the step is
 // proposed, and returns the first step caught (0: none) with its verdict.
@@ -86,7 +93,7 @@ func TestLoopShapes(t *testing.T) {
 		{name: "period_4", calls: []call{a, b, c, d, a, b, c, d}, want: Cycle, at: 8, period: 4},
 		{name: "period_2_after_progress", calls: []call{ok("write_file", write("x", "1"), ""), a, b, a, b}, want: Cycle, at: 5, period: 2},
 		{name: "failing_streak_different_files", calls: missing, want: Failing, at: 4},
-		{name: "failing_streak_threshold_5", cfg: Config{Failures: 5}, calls: missing, want: Failing, at: 6},
+		{name: "failing_streak_threshold_5", cfg: Config{Failures: 5, IdleSteps: defaults.IdleSteps}, calls: missing, want: Failing, at: 6},
 		{name: "failing_shell_same_exit", calls: []call{
 			bad("execute_shell", shell("make a"), "exit status 2\nmake: *** No rule to make target 'a'"),
 			bad("execute_shell", shell("make b"), "exit status 2\nmake: *** No rule to make target 'b'"),
@@ -94,7 +101,7 @@ func TestLoopShapes(t *testing.T) {
 			bad("execute_shell", shell("make d"), "exit status 2\nmake: *** No rule to make target 'd'"),
 		}, want: Failing, at: 4},
 		{name: "no_progress_same_content", calls: sameContent, want: NoProgress, at: 10},
-		{name: "no_progress_threshold_4", cfg: Config{IdleSteps: 4}, calls: sameContent, want: NoProgress, at: 6},
+		{name: "no_progress_threshold_4", cfg: Config{Failures: defaults.Failures, IdleSteps: 4}, calls: sameContent, want: NoProgress, at: 6},
 		{name: "no_progress_mixed", calls: []call{
 			list, ok("list_folder", path("src"), "x.go"), bad("read_file", path("q"), "no such file"), ok("list_folder", path("./src/"), "x.go"),
 			bad("execute_shell", shell("cat q"), "permission denied"), ok("list_folder", path("docs"), "notes.txt\nsrc/"),
@@ -118,7 +125,11 @@ func TestLoopShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			at, v := firstCatch(tt.cfg, tt.calls)
+			cfg := tt.cfg
+			if cfg == (Config{}) {
+				cfg = defaults
+			}
+			at, v := firstCatch(cfg, tt.calls)
 			if at != tt.at || v.Kind != tt.want || v.Period != tt.period {
 				t.Fatalf("caught at step %d as %q (period %d): %s; want step %d as %q (period %d)", at, v.Kind, v.Period, v, tt.at, tt.want, tt.period)
 			}
@@ -200,7 +211,7 @@ func TestLookAlikesPass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if at, v := firstCatch(Config{}, tt.calls); at != 0 {
+			if at, v := firstCatch(defaults, tt.calls); at != 0 {
 				t.Fatalf("false alarm at step %d: %s (%s)", at, v.Kind, v)
 			}
 		})
@@ -242,7 +253,7 @@ func TestVerdictString(t *testing.T) {
 
 // BenchmarkCheck is the watchdog's cost per proposal with a full window behind it.
 func BenchmarkCheck(b *testing.B) {
-	cfg := Config{}.WithDefaults()
+	cfg := defaults
 	var h []Step
 	for i := range cfg.Window() {
 		h = append(h, Observe(i+1, "read_file", json.RawMessage(lines("big.log", i*100+1, i*100+100)), commands.ClassRead, Succeeded, fmt.Sprint("page ", i)))
