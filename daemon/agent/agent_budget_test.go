@@ -297,10 +297,11 @@ func TestAgentWhoseWorkspaceCannotBeMeasuredPauses(t *testing.T) {
 // A command that makes its workspace beyond what the disk walk can count while it runs
 // is cut then, its result saying why, rather than left to write unmeasured.
 func TestCommandCutWhenItsWorkspaceCannotBeMeasured(t *testing.T) {
-	// The folders take 8.2 MiB, under the budget, so that a walk while they are made
-	// does not cut for the size; the file written after them takes the file system past
-	// it, and the walk that follows cannot count them.
-	h := newHarness(t, withShell(t), func(o *Options) { o.MaxDisk = config.Size(12 << 20) })
+	// The folders count 16.4 MiB (a block and an inode each, as the file system counts
+	// them), under the budget, so that a walk while they are made does not cut for the
+	// size; the file written after them takes the file system past it, and the walk that
+	// follows cannot count them.
+	h := newHarness(t, withShell(t), func(o *Options) { o.MaxDisk = config.Size(24 << 20) })
 	h.fake.Script(shellReply(nestDeep("head -c 16777216 /dev/zero > big; sleep 120 && echo finished")))
 	listForever(h)
 	a := autoAgent(h, 10)
