@@ -61,28 +61,26 @@ func forWrite(ctx context.Context, spec Spec, ws string, args json.RawMessage) (
 	return end, nil
 }
 
-// writeOf is the hold for spec's write with args in ws. The workspace the path names as
-// given and the one it reaches through links may differ: then the write holds the
-// nearest workspace holding both, helpers included.
+// writeOf is the hold for spec's write with args in ws. A write into a helper's folder
+// holds every helper's tree beneath ws: a helper may turn a folder of its own into a link
+// to a sibling's between this look and the write (the Root that writes follows links
+// inside ws), so the workspace a path lands in is known only for the writer's own files,
+// which no other agent changes meanwhile. A path of its own that leads into agents/
+// through a link is a write into a helper's folder too.
 func writeOf(spec Spec, ws string, args json.RawMessage) *treeHold {
 	var vals map[string]any
 	json.Unmarshal(args, &vals) // CheckArgs passed them
 	p, _ := vals[spec.Subject].(string)
 	clean, err := CleanPath(p)
-	if err != nil {
+	if err != nil || workspaceOf(ws, clean) != ws {
 		return &treeHold{ws: ws, helpers: true}
 	}
-	given := workspaceOf(ws, clean)
 	root, _, rel, err := openIn(ws, p)
 	if err != nil {
-		return &treeHold{ws: given}
+		return &treeHold{ws: ws}
 	}
 	root.Close()
-	reached, both := workspaceOf(ws, rel), given
-	for !within(both, reached) {
-		both = filepath.Dir(both)
-	}
-	return &treeHold{ws: both, helpers: given != reached}
+	return &treeHold{ws: ws, helpers: workspaceOf(ws, rel) != ws}
 }
 
 // workspaceOf is the workspace whose files rel (clean, relative to ws) is in: a helper's

@@ -20,9 +20,10 @@ func writeIn(ws, p string, timeout time.Duration) (string, error) {
 
 // TestWritesWaitForABoundedGitInTheirTree: while a bounded git runs in a helper's
 // folder, a write there by the helper or its parent (by the path, or through a link)
-// waits, and is refused, naming why, when its time runs out first; one of the parent's
-// own files, of a sibling, or the helper's under its parent's git (which takes no
-// repository of agents/), does not wait. A waiting write is made once the git run ends.
+// waits, and is refused, naming why, when its time runs out first, and so does a parent's
+// write into any helper's folder, where a helper's links may move meanwhile; one of the
+// parent's own files, of a sibling, or the helper's under its parent's git (which takes
+// no repository of agents/), does not wait. A waiting write is made once the git run ends.
 func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 	ws := testutil.ResolvedTempDir(t)
 	helper, sibling := filepath.Join(ws, HelpersFolder, "h"), filepath.Join(ws, HelpersFolder, "s")
@@ -42,7 +43,9 @@ func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 	for name, w := range map[string]struct{ ws, path string }{
 		"parent_into_helper":              {ws, "agents/h/parent.txt"},
 		"parent_through_a_link_to_helper": {ws, "tohelper/linked.txt"},
-		"helper_itself":                   {helper, "own.txt"},
+		// s may turn a folder of its own into a link to h between the look and the write
+		"parent_into_another_helper": {ws, "agents/s/other.txt"},
+		"helper_itself":              {helper, "own.txt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := writeIn(w.ws, w.path, 100*time.Millisecond)
