@@ -114,8 +114,8 @@ func (r *Programs) DiskUsage(ws string) (int64, error) {
 }
 
 // Parks says whether r's programs hold, at this look, a place where descriptors wait
-// unseen: a unix socket whose queue holds descriptors, or a listening one, whose waiting
-// connections hold queues of their own. A file deleted whose only descriptor waits so is
+// unseen: a unix socket whose queue holds descriptors, or whose waiting connections'
+// queues do (a listener: counted in its own where the kernel does, else any listener). A file deleted whose only descriptor waits so is
 // in no listing, and no measure counts it: only a command whose programs park can hide
 // disk from its measure, so only one that does is charged growth no measure explains
 // (WatchDisk). A program that cannot be looked into parks: what cannot be seen is never
@@ -391,8 +391,8 @@ func (h *held) fds(p proc, dir string) (bool, error) {
 
 // socket notes whether descriptor fd of the thread at dir is a socket where descriptors
 // may wait: a unix socket whose queue holds some (scm_fds in its fdinfo), one that
-// listens (the connections waiting on it hold queues of their own, which not every
-// kernel counts in the listener's), or any socket on a kernel whose fdinfo does not say
+// listens where the kernel does not count the queues of the connections waiting on it
+// in the listener's (kernelCountsWaitingConnections), or any socket on a kernel whose fdinfo does not say
 // (before Linux 5.14). Where it says, a socket with no scm_fds is not unix: it carries
 // no descriptors.
 func (h *held) socket(p proc, dir, fd string) {
@@ -414,7 +414,7 @@ func (h *held) socket(p proc, dir, fd string) {
 		return
 	}
 	n, _, _ := bytes.Cut(count, []byte("\n"))
-	if string(bytes.TrimSpace(n)) != "0" || h.listens(p, dir, strings.TrimSuffix(ino, "]")) {
+	if string(bytes.TrimSpace(n)) != "0" || !kernelCountsWaitingConnections() && h.listens(p, dir, strings.TrimSuffix(ino, "]")) {
 		h.parked = true
 	}
 }
@@ -453,6 +453,38 @@ var kernelShowsQueuedFds = sync.OnceValue(func() bool {
 	defer unix.Close(pair[1])
 	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", pair[0]))
 	return err == nil && bytes.Contains(info, []byte("scm_fds:"))
+})
+
+// kernelCountsWaitingConnections says whether this kernel counts, in a listening unix
+// socket's scm_fds, the descriptors queued in the connections waiting on it (6.18 does):
+// then an idle listener (an ssh-agent, a test server) is no place where descriptors wait,
+// and only its count says. Looked at once on a listener of the daemon's own.
+var kernelCountsWaitingConnections = sync.OnceValue(func() bool {
+	l, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(l)
+	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(c)
+	var addr unix.Sockaddr
+	if err = unix.Bind(l, &unix.SockaddrUnix{}); err == nil { // an abstract name of the kernel's choosing
+		if err = unix.Listen(l, 1); err == nil {
+			if addr, err = unix.Getsockname(l); err == nil {
+				err = unix.Connect(c, addr)
+			}
+		}
+	}
+	if err != nil || unix.Sendmsg(c, []byte("x"), unix.UnixRights(c), nil, 0) != nil {
+		return false
+	}
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", l))
+	_, count, shown := bytes.Cut(info, []byte("scm_fds:"))
+	n, _, _ := bytes.Cut(count, []byte("\n"))
+	return err == nil && shown && string(bytes.TrimSpace(n)) == "1"
 })
 
 // maps adds the deleted files on h.dev that the memory of the thread at dir of p maps,

@@ -16,8 +16,8 @@ import (
 // one more holder: statfs says what a file system grew by, and every running watch on
 // it says what its measure found its own command grew by. Growth nothing explains is
 // charged to a running command there whose programs, at that look, hold a place where
-// descriptors wait unseen (Programs.Parks: a unix socket with descriptors queued, or
-// one that listens), counted from its lowest since the command started, so what others
+// descriptors wait unseen (Programs.Parks: a unix socket with descriptors queued, its
+// own or its waiting connections'), counted from its lowest since the command started, so what others
 // freed meanwhile (what an ended command hid, small files whose inodes statfs counts)
 // is no room; past its limit the command is cut (ErrUnexplainedGrowth). A command that
 // parks nothing is never cut for growth it did not make, however busy the host. Two
@@ -27,8 +27,11 @@ import (
 // What is left: a command that parks is cut when others' writes that no watch measures
 // (another program on the host, the daemon's writes it does not explain) grow the file
 // system by more than its whole limit while it runs; what others free and what it parks
-// between two of its looks net out, so that much is room once; and a descriptor sent to
-// another command's programs over a socket both reach is charged to that one. A kernel
+// between two of its looks net out, so that much is room once; a descriptor sent to
+// another command's programs over a socket both reach is charged to that one; and a look
+// lists the run's programs, then reads each, so a holder that forks and exits between
+// the two (a relay of short-lived processes passing the socket on) is not seen by it — a
+// look of a frozen run (the cgroup freezer, root) would close that. A kernel
 // bound per run (a sized tmpfs) would hold without these, but an agent's step writes its
 // real workspace, where no unprivileged daemon can set one; the run ahead of a root
 // daemon has one (its quota), and this ledger is the wall for the rest.
