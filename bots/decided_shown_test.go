@@ -69,6 +69,10 @@ func TestARoleRemovedShowsHowItsProposalEnded(t *testing.T) {
 		{"a_role_stopped_then_removed_says_its_run_ended", api.ProposalSuperseded, nil, func(api.Proposal) []api.Event {
 			return []api.Event{{Type: api.EventState, AgentID: "a-2", Agent: idle}, {Type: api.EventFinish, AgentID: "a-2", Agent: idle, Message: "stopped"}}
 		}, "The run ended before a decision", "want the proposal's message closed once as its run ended"},
+		// a relay behind the daemon: the removal is the first it hears of the end of a
+		// proposal that ran with no person's decision (a role's finish, say)
+		{"a_role_whose_proposal_ran_then_removed_shows_no_removal", api.ProposalSucceeded, nil, func(api.Proposal) []api.Event { return nil },
+			"Step 1", "want the proposal's message closed once, not saying the agent was removed before a decision: it ran"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

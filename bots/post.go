@@ -170,12 +170,16 @@ func (po *poster) removed(ctx context.Context, ev api.Event) {
 }
 
 // removedWhy is what a removed agent's open message says closed it: the run's end when
-// its proposal was superseded, else the removal.
+// its proposal was superseded, the removal when it still waited for a decision, and
+// nothing when it was decided or ran (its message loses its buttons only).
 func removedWhy(m *ChatMessage) string {
-	if m.Proposal.Status == api.ProposalSuperseded {
+	switch {
+	case m.Proposal.Status == api.ProposalSuperseded:
 		return runEndedText
+	case m.Proposal.Status.Decidable():
+		return "The agent was removed before a decision."
 	}
-	return "The agent was removed before a decision."
+	return ""
 }
 
 // runOf is the run an event's agent was on; "" when the event does not say.
