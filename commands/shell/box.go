@@ -187,8 +187,9 @@ func (b *Boxes) Remove(agentID string) {
 	}
 }
 
-// Close destroys every box and this daemon's folders, waiting a little for programs
-// still leaving. Call it once no command runs.
+// Close destroys every box and this daemon's folders, waiting for programs still
+// leaving (closeWait: a program the kernel killed for its memory frees gigabytes first,
+// which a busy machine takes seconds to do). Call it once no command runs.
 func (b *Boxes) Close() error {
 	if !b.Active() {
 		return nil
@@ -202,7 +203,7 @@ func (b *Boxes) Close() error {
 		b.destroyLocked(box)
 	}
 	var errs []error
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(closeWait)
 	for _, h := range b.hiers {
 		for {
 			b.retryDoomedLocked()
@@ -216,6 +217,9 @@ func (b *Boxes) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// closeWait bounds how long Close waits for the programs of its boxes to be gone.
+const closeWait = 15 * time.Second
 
 // validBoxName is an agent id used as it is in its box's name.
 var validBoxName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
