@@ -45,21 +45,15 @@ func TestUncheckedLateEndPausesTheAgentThatWentOn(t *testing.T) {
 	}
 }
 
-// endLate stores agent a-late in state, on run, and the step p-late of run r-old,
-// checkpointed and withdrawn while its command ran, then ends that step late, its change
-// unchecked for the reason unchecked ("" for a change the second wall checked).
-func (h *harness) endLate(state api.AgentState, run, unchecked string) *store.Agent {
-	t := h.t
-	t.Helper()
-	ctx := context.Background()
-	a := &store.Agent{Agent: api.Agent{ID: "a-late", Name: "late", State: state, StateReason: "before", RunID: run, Task: "a task",
-		Policy: api.Policy{Mode: "ask"}, Workspace: t.TempDir()}}
-	p := &api.Proposal{ID: "p-late", AgentID: a.ID, RunID: "r-old", Step: 1, Command: "execute_shell", Args: []byte(`{}`), Hash: "h", Status: api.ProposalFailed}
-	err := h.st.Tx(ctx, func(tx *store.Tx) error {
+// storeCheckpointedStep stores agent a with runs started, and its step p of run r-old,
+// checkpointed at its start.
+func (h *harness) storeCheckpointedStep(a *store.Agent, p *api.Proposal, runs ...string) {
+	h.t.Helper()
+	err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
 		if err := tx.InsertAgent(a); err != nil {
 			return err
 		}
-		for _, run := range slices.Compact([]string{"r-old", run}) {
+		for _, run := range runs {
 			if err := tx.StartRun(run, a.ID, a.Task); err != nil {
 				return err
 			}
@@ -70,8 +64,21 @@ func (h *harness) endLate(state api.AgentState, run, unchecked string) *store.Ag
 		return tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: a.ID, RunID: "r-old", Kind: store.CheckpointStep, Before: 1})
 	})
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
+}
+
+// endLate stores agent a-late in state, on run, and the step p-late of run r-old,
+// checkpointed and withdrawn while its command ran, then ends that step late, its change
+// unchecked for the reason unchecked ("" for a change the second wall checked).
+func (h *harness) endLate(state api.AgentState, run, unchecked string) *store.Agent {
+	t := h.t
+	t.Helper()
+	ctx := context.Background()
+	a := &store.Agent{Agent: api.Agent{ID: "a-late", Name: "late", State: state, StateReason: "before", RunID: run, Task: "a task",
+		Policy: api.Policy{Mode: "ask"}, Workspace: t.TempDir()}}
+	p := &api.Proposal{ID: "p-late", AgentID: a.ID, RunID: "r-old", Step: 1, Command: "execute_shell", Args: []byte(`{}`), Hash: "h", Status: api.ProposalFailed}
+	h.storeCheckpointedStep(a, p, slices.Compact([]string{"r-old", run})...)
 	k := h.sup.checkpoints
 	k.mu.Lock()
 	if k.taken == nil {
@@ -202,23 +209,8 @@ func TestALateStepWhoseEndARestartLostMarksTheAgent(t *testing.T) {
 		Policy: api.Policy{Mode: "ask"}, Workspace: t.TempDir()}}
 	p := &api.Proposal{ID: "p-lost", AgentID: a.ID, RunID: "r-old", Step: 1, Command: "execute_shell", Args: []byte(`{"command_line":"make"}`), Hash: "h", Status: api.ProposalStarted}
 	h.stop()
-	err := h.st.Tx(ctx, func(tx *store.Tx) error {
-		if err := tx.InsertAgent(a); err != nil {
-			return err
-		}
-		if err := tx.StartRun("r-old", a.ID, a.Task); err != nil {
-			return err
-		}
-		if err := tx.InsertProposal(p); err != nil {
-			return err
-		}
-		// checkpointed at its start: it may write
-		return tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: a.ID, RunID: "r-old", Kind: store.CheckpointStep, Before: 1})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.start() // the daemon starts again: recover() finds p started
+	h.storeCheckpointedStep(a, p, "r-old") // checkpointed at its start: it may write
+	h.start()                              // the daemon starts again: recover() finds p started
 	got := h.waitFor(a.ID, "the lost step recorded", func(x *api.Agent) bool { return x.State == api.StateIdle })
 	t.Logf("after the restart: %s (%q)", got.State, got.StateReason)
 	if _, err := h.sup.runs.Task(ctx, a.Name, "the next scheduled task"); err != nil {
