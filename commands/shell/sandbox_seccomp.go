@@ -30,11 +30,14 @@ var seccompArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": un
 // uid, not per namespace, so every sandbox of the uid would share one store, outliving
 // each run, between agents that are otherwise apart.
 //
-// io_uring (io_uring_setup, io_uring_enter, io_uring_register) fails with ENOSYS, and
-// programs fall back to plain reads and writes: a ring's registered files and requests in
-// flight are held where no /proc listing shows them, so a file deleted but kept there
-// would grow past the disk watch, which counts what the run's processes hold through
-// /proc. It is also the kernel's most exposed interface for a sandboxed program.
+// io_uring (io_uring_setup, io_uring_enter, io_uring_register) and Linux AIO (io_setup,
+// io_submit, …) fail with ENOSYS, and programs fall back to plain reads and writes: a
+// ring's registered files and either one's requests in flight (an AIO poll that never
+// completes keeps the socket it polls, and what waits in its queue, after its last
+// descriptor is closed) are held where no /proc listing shows them, so a file deleted but
+// kept there would grow past the disk watch, which counts what the run's processes hold
+// through /proc. They are also among the kernel's most exposed interfaces for a sandboxed
+// program.
 func seccompFilter() []byte {
 	const (
 		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -44,29 +47,32 @@ func seccompFilter() []byte {
 		ret   = unix.BPF_RET | unix.BPF_K
 		allow = unix.SECCOMP_RET_ALLOW
 	)
-	// Jt and Jf count the instructions to skip.
+	enosys := []uint32{sysClone3, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL,
+		unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+		unix.SYS_IO_SETUP, unix.SYS_IO_SUBMIT, unix.SYS_IO_CANCEL, unix.SYS_IO_GETEVENTS, unix.SYS_IO_PGETEVENTS, unix.SYS_IO_DESTROY}
+	// Jt counts the instructions to skip: after the list come the 8 of the tail below,
+	// EPERM the next to last and ENOSYS the last.
+	n := len(enosys)
 	prog := []unix.SockFilter{
 		{Code: ld, K: 4}, // arch
 		{Code: jeq, K: seccompArch, Jt: 1},
 		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
-		{Code: ld, K: 0},                   // syscall number
-		{Code: jge, K: 0x40000000, Jt: 13}, // x32
-		{Code: jeq, K: sysClone3, Jt: 13},
-		{Code: jeq, K: unix.SYS_ADD_KEY, Jt: 12},
-		{Code: jeq, K: unix.SYS_REQUEST_KEY, Jt: 11},
-		{Code: jeq, K: unix.SYS_KEYCTL, Jt: 10},
-		{Code: jeq, K: unix.SYS_IO_URING_SETUP, Jt: 9},
-		{Code: jeq, K: unix.SYS_IO_URING_ENTER, Jt: 8},
-		{Code: jeq, K: unix.SYS_IO_URING_REGISTER, Jt: 7},
-		{Code: jeq, K: unix.SYS_UNSHARE, Jt: 2},
-		{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
-		{Code: ret, K: allow},
-		{Code: ld, K: 16}, // flags: the first argument's low half on a little-endian machine
-		{Code: jset, K: unix.CLONE_NEWUSER, Jt: 1},
-		{Code: ret, K: allow},
-		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
-		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: ld, K: 0},                             // syscall number
+		{Code: jge, K: 0x40000000, Jt: uint8(n + 6)}, // x32: EPERM
 	}
+	for i, nr := range enosys {
+		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jt: uint8(n - i + 6)})
+	}
+	prog = append(prog,
+		unix.SockFilter{Code: jeq, K: unix.SYS_UNSHARE, Jt: 2},
+		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
+		unix.SockFilter{Code: ret, K: allow},
+		unix.SockFilter{Code: ld, K: 16}, // flags: the first argument's low half on a little-endian machine
+		unix.SockFilter{Code: jset, K: unix.CLONE_NEWUSER, Jt: 1},
+		unix.SockFilter{Code: ret, K: allow},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	)
 	b := make([]byte, 0, 8*len(prog))
 	for _, f := range prog {
 		b = binary.NativeEndian.AppendUint16(b, f.Code)

@@ -169,6 +169,12 @@ print("keyring usable" if r >= 0 else "keyring refused")`, unix.SYS_ADD_KEY)
 libc = ctypes.CDLL(None, use_errno=True)
 r = libc.syscall(%d, 4, ctypes.create_string_buffer(120))
 print("io_uring usable" if r >= 0 else "io_uring refused")`, unix.SYS_IO_URING_SETUP)
+	// aio sets up a Linux AIO context with io_setup(2), by its number here.
+	aio := fmt.Sprintf(`import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(%d, 4, ctypes.byref(ctx))
+print("aio usable" if r >= 0 else "aio refused")`, unix.SYS_IO_SETUP)
 	tests := []struct {
 		name    string
 		line    string
@@ -209,6 +215,10 @@ print("io_uring usable" if r >= 0 else "io_uring refused")`, unix.SYS_IO_URING_S
 		// does not look.
 		{name: "no_io_uring", line: `python3 -c '` + ring + `'`, want: []string{"io_uring refused"},
 			notWant: []string{"io_uring usable"}, rootCtl: true},
+		// An AIO poll in flight keeps the socket it polls, and what waits in its queue,
+		// after its last descriptor is closed.
+		{name: "no_linux_aio", line: `python3 -c '` + aio + `'`, want: []string{"aio refused"},
+			notWant: []string{"aio usable"}, rootCtl: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
