@@ -65,8 +65,8 @@ func forWrite(ctx context.Context, spec Spec, ws string, args json.RawMessage) (
 // holds every helper's tree beneath ws: a helper may turn a folder of its own into a link
 // to a sibling's between this look and the write (the Root that writes follows links
 // inside ws), so the workspace a path lands in is known only for the writer's own files,
-// which no other agent changes meanwhile. A path of its own that leads into agents/
-// through a link is a write into a helper's folder too.
+// which no other agent changes meanwhile. A path of its own that goes through a link is
+// one too: the link may lead into agents/, where a helper can move where it leads.
 func writeOf(spec Spec, ws string, args json.RawMessage) *treeHold {
 	var vals map[string]any
 	json.Unmarshal(args, &vals) // CheckArgs passed them
@@ -77,10 +77,10 @@ func writeOf(spec Spec, ws string, args json.RawMessage) *treeHold {
 	}
 	root, _, rel, err := openIn(ws, p)
 	if err != nil {
-		return &treeHold{ws: ws}
+		return &treeHold{ws: ws, helpers: true} // a loop of links now may be a path later
 	}
 	root.Close()
-	return &treeHold{ws: ws, helpers: workspaceOf(ws, rel) != ws}
+	return &treeHold{ws: ws, helpers: rel != clean}
 }
 
 // workspaceOf is the workspace whose files rel (clean, relative to ws) is in: a helper's

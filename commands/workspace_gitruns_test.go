@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,12 @@ func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 	if err := os.Symlink(filepath.Join(HelpersFolder, "h"), filepath.Join(ws, "tohelper")); err != nil {
 		t.Fatal(err)
 	}
+	// the parent's own link through a helper's link that leads back out of agents/: the
+	// helper may point it at a sibling between the look and the write
+	if err := errors.Join(os.Mkdir(filepath.Join(ws, "own"), 0o755), os.Symlink("../../own", filepath.Join(helper, "out")),
+		os.Symlink(filepath.Join(HelpersFolder, "h", "out"), filepath.Join(ws, "results"))); err != nil {
+		t.Fatal(err)
+	}
 	end, err := GitRun(context.Background(), helper)
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +51,9 @@ func TestWritesWaitForABoundedGitInTheirTree(t *testing.T) {
 		"parent_into_helper":              {ws, "agents/h/parent.txt"},
 		"parent_through_a_link_to_helper": {ws, "tohelper/linked.txt"},
 		// s may turn a folder of its own into a link to h between the look and the write
-		"parent_into_another_helper": {ws, "agents/s/other.txt"},
-		"helper_itself":              {helper, "own.txt"},
+		"parent_into_another_helper":                {ws, "agents/s/other.txt"},
+		"parent_through_a_helpers_link_leading_out": {ws, "results/planted.txt"},
+		"helper_itself":                             {helper, "own.txt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := writeIn(w.ws, w.path, 100*time.Millisecond)
