@@ -144,8 +144,13 @@ func TestSandboxProbes(t *testing.T) {
 	t.Setenv("AGENTD_TEST_TOKEN", "xoxb-do-not-leak")
 	port := testutil.AcceptingPort(t)
 	root := os.Geteuid() == 0
-	o := Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Limits: Limits{Procs: 24, FileSize: 1 << 20, Tmp: 8 << 20}}
+	// Only the process bound's case has a small one: without a box it bounds every process
+	// of the sandbox's uid on the host, other tests' sandboxes too, which would leave the
+	// other probes unable to fork.
+	o := Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Limits: Limits{FileSize: 1 << 20, Tmp: 8 << 20}}
 	c := mustShell(t, o)
+	o.Limits.Procs = 24
+	fewProcs := mustShell(t, o)
 	// forks forks 40 children that sleep, stopping at the first refusal.
 	const forks = `import os, time
 n = 0
@@ -181,6 +186,7 @@ print("aio usable" if r >= 0 else "aio refused")`, unix.SYS_IO_SETUP)
 		want    []string
 		notWant []string
 		rootCtl bool // as root, the unsandboxed control must not give all of want
+		procs   bool // run with the small process bound
 	}{
 		{name: "no_capabilities", line: `grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status`,
 			want: []string{"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
@@ -199,7 +205,7 @@ print("aio usable" if r >= 0 else "aio refused")`, unix.SYS_IO_SETUP)
 			notWant: []string{"xoxb", "AGENTD_TEST_TOKEN"}},
 		{name: "host_loopback_unreachable", line: fmt.Sprintf(`python3 -c 'import socket; socket.create_connection(("127.0.0.1", %d), 2); print("connected")' 2>/dev/null || echo no-connection`, port),
 			want: []string{"no-connection"}, notWant: []string{"connected\n"}},
-		{name: "processes_bounded", line: `python3 -c '` + forks + `'`, want: []string{"forked "}, notWant: []string{"forked 40"}},
+		{name: "processes_bounded", line: `python3 -c '` + forks + `'`, want: []string{"forked "}, notWant: []string{"forked 40"}, procs: true},
 		// At most 24 processes of the uid: the shell, python and 20-odd children, not 40;
 		// fewer when other sandboxed commands (other tests' too) run as the uid meanwhile.
 		{name: "file_size_bounded", line: `head -c 3000000 /dev/zero > big; echo "size $(stat -c %s big)"`,
@@ -223,7 +229,11 @@ print("aio usable" if r >= 0 else "aio refused")`, unix.SYS_IO_SETUP)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := workspace(t)
-			got := mustRun(t, c, ws, tt.line, 30*time.Second)
+			sh := c
+			if tt.procs {
+				sh = fewProcs
+			}
+			got := mustRun(t, sh, ws, tt.line, 30*time.Second)
 			checkResult(t, got, "", tt.want, tt.notWant)
 			if tt.rootCtl && root {
 				ctl, _ := run(context.Background(), t, mustShell(t, Options{Sandbox: SandboxNone}), workspace(t), shellLine(tt.line), 30*time.Second)
